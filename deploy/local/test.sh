@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# `npm test` (and the last step of .ci/run): build, lint, then every vitest project
+# (unit, integration, e2e). The integration and e2e projects need PostgreSQL and Redis:
+# `bash deploy/local/ensure-infra.sh` provides them.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "build (npx turbo run build)"
+npx turbo run build
+
+step "lint (npx eslint .)"
+npx eslint .
+
+step "tests (npx vitest run: unit, integration, e2e)"
+npx vitest run

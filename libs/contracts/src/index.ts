@@ -1,0 +1,30 @@
+// @po/contracts: JSON Schemas, TypeScript types and validators for every request and response
+// body of the API (api-spec.md + addendum), plus path/query parameter parsers.
+export {
+  compile,
+  dedupeErrors,
+  escapePointerToken,
+  registerSchemas,
+  registeredSchemas,
+  toFieldErrors,
+  utf8Bytes,
+} from './validate.js';
+export type { CompileOptions, FieldError, JsonSchema, Validation, Validator } from './validate.js';
+export { schemaId } from './fragments.js';
+export {
+  formatDateTime,
+  formatNullableDateTime,
+  isRfc3339DateTime,
+  normaliseDateTime,
+  toUtcMillis,
+  UTC_DATE_TIME_PATTERN,
+} from './datetime.js';
+export type { JsonObject, JsonPrimitive, JsonValue, NonNullJsonValue } from './json.js';
+export { limits } from './limits.js';
+export * from './pipelines.js';
+export * from './pipeline-responses.js';
+export * from './schedules.js';
+export * from './workers.js';
+export * from './system.js';
+export * from './problem.js';
+export * from './params.js';

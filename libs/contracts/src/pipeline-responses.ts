@@ -1,0 +1,300 @@
+// Pipeline and stage response bodies (api-spec.md "Resources and their fields", addendum §4).
+// Every listed field is always present (null when it has no value); the schemas are closed.
+import {
+  arrayOf,
+  bool,
+  enumOf,
+  int,
+  MAX_ID,
+  nullable,
+  ref,
+  response,
+  str,
+  utcDateTime,
+} from './fragments.js';
+import { limits } from './limits.js';
+import {
+  BACKOFF_KINDS,
+  FAILURE_DISPOSITIONS,
+  PIPELINE_STATUSES,
+  STAGE_STATUSES,
+} from './pipelines.js';
+import type {
+  Backoff,
+  FailureDisposition,
+  PipelineStatus,
+  StageOptionsInput,
+  StageStatus,
+} from './pipelines.js';
+import { registerSchemas } from './validate.js';
+
+// ---------------------------------------------------------------------------------------------
+// Response types (every listed field is present; null when it has no value)
+
+export interface StageOptions {
+  runNextIfFailed: boolean;
+  retryInterval: number;
+  maxRetries: number;
+  timeOut: number | null;
+  retryOnErrorCodes: string[];
+  backoff: Backoff;
+  maxRetryInterval: number | null;
+  jitter: boolean;
+  dependsOn: string[];
+  runInParallelWith: string[];
+  failIfOutputEmpty: boolean;
+  notifyOnFailure: boolean;
+  runAsUser: string | null;
+}
+
+export interface ContextItem {
+  key: string;
+  value: string;
+  valueType: string | null;
+  isSensitive: boolean;
+  /** Always false in responses. */
+  isDeleted: boolean;
+}
+
+export interface PipelineKeyword {
+  key: string;
+  value: string;
+}
+
+export interface StageLog {
+  id: number;
+  stageId: number;
+  message: string;
+  logLevel: string;
+  created: string;
+}
+
+export interface StageResponse {
+  id: number;
+  pipelineId: number;
+  spanId: string;
+  name: string;
+  stageHandlerName: string;
+  description: string | null;
+  status: StageStatus;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  nextRetryAt: string | null;
+  input: string;
+  output: string | null;
+  isSkipped: boolean;
+  isEvent: boolean;
+  nextStageId: number | null;
+  logs: StageLog[];
+  options: StageOptions;
+  failureCount: number;
+  lastFailedAt: string | null;
+  hasFailureHistory: boolean;
+  attempt: number;
+  retryAttempt: number;
+  lastErrorCode: string | null;
+  failureDisposition: FailureDisposition | null;
+  isTerminal: boolean;
+}
+
+export interface PipelineResponse {
+  id: number;
+  name: string;
+  traceId: string;
+  status: PipelineStatus;
+  createdAt: string;
+  finishedAt: string | null;
+  applicationId: number;
+  stageStatuses: StageStatus[];
+  stages: StageResponse[];
+  pipelineContextItems: ContextItem[];
+  pipelineKeywords: PipelineKeyword[];
+  isEvent: boolean;
+  idempotencyKey: string | null;
+  isTerminal: boolean;
+  wasExisting: boolean;
+}
+
+export interface IdempotentPipelineCreateResponse {
+  pipeline: PipelineResponse;
+  created: boolean;
+  wasExisting: boolean;
+}
+
+export interface StageDto {
+  id: number;
+  pipelineId: number;
+  name: string;
+  stageHandlerName: string;
+  status: StageStatus;
+  createdAt: string;
+  isSkipped: boolean;
+  isEvent: boolean;
+  runNextIfCurrentFailed: boolean;
+  input: string;
+  nextStageId: number | null;
+  finishedAt: string | null;
+  startedAt: string | null;
+}
+
+export interface AppendStagesResponse {
+  stages: StageDto[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response schemas
+
+const rid = () => int(1, MAX_ID);
+const count = () => int(0, MAX_ID);
+
+export const stageOptionsSchema = response('StageOptions', {
+  runNextIfFailed: bool(),
+  retryInterval: count(),
+  maxRetries: count(),
+  timeOut: nullable(int(1, MAX_ID)),
+  retryOnErrorCodes: arrayOf(str()),
+  backoff: enumOf(BACKOFF_KINDS),
+  maxRetryInterval: nullable(int(1, MAX_ID)),
+  jitter: bool(),
+  dependsOn: arrayOf(str()),
+  runInParallelWith: arrayOf(str()),
+  failIfOutputEmpty: bool(),
+  notifyOnFailure: bool(),
+  runAsUser: nullable(str()),
+});
+
+export const contextItemSchema = response('ContextItem', {
+  key: str({ minLength: 1, maxLength: limits.contextKeyChars }),
+  value: str(),
+  valueType: nullable(str()),
+  isSensitive: bool(),
+  isDeleted: bool(),
+});
+
+export const pipelineKeywordSchema = response('PipelineKeyword', {
+  key: str({ minLength: 1, maxLength: limits.keywordKeyChars }),
+  value: str({ minLength: 1, maxLength: limits.keywordValueChars }),
+});
+
+export const stageLogSchema = response('StageLog', {
+  id: rid(),
+  stageId: rid(),
+  message: str(),
+  logLevel: str({ minLength: 1, maxLength: limits.logLevelChars }),
+  created: utcDateTime(),
+});
+
+export const stageResponseSchema = response('StageResponse', {
+  id: rid(),
+  pipelineId: rid(),
+  spanId: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+  name: str(),
+  stageHandlerName: str(),
+  description: nullable(str()),
+  status: enumOf(STAGE_STATUSES),
+  createdAt: utcDateTime(),
+  startedAt: nullable(utcDateTime()),
+  finishedAt: nullable(utcDateTime()),
+  nextRetryAt: nullable(utcDateTime()),
+  input: str(),
+  output: nullable(str()),
+  isSkipped: bool(),
+  isEvent: bool(),
+  nextStageId: nullable(rid()),
+  logs: arrayOf(ref('StageLog')),
+  options: ref('StageOptions'),
+  failureCount: count(),
+  lastFailedAt: nullable(utcDateTime()),
+  hasFailureHistory: bool(),
+  attempt: count(),
+  retryAttempt: count(),
+  lastErrorCode: nullable(str()),
+  failureDisposition: nullable(enumOf(FAILURE_DISPOSITIONS)),
+  isTerminal: bool(),
+});
+
+export const pipelineResponseSchema = response('PipelineResponse', {
+  id: rid(),
+  name: str(),
+  traceId: str(),
+  status: enumOf(PIPELINE_STATUSES),
+  createdAt: utcDateTime(),
+  finishedAt: nullable(utcDateTime()),
+  applicationId: rid(),
+  stageStatuses: arrayOf(enumOf(STAGE_STATUSES)),
+  stages: arrayOf(ref('StageResponse')),
+  pipelineContextItems: arrayOf(ref('ContextItem')),
+  pipelineKeywords: arrayOf(ref('PipelineKeyword')),
+  isEvent: bool(),
+  idempotencyKey: nullable(str()),
+  isTerminal: bool(),
+  wasExisting: bool(),
+});
+
+export const idempotentPipelineCreateResponseSchema = response('IdempotentPipelineCreateResponse', {
+  pipeline: ref('PipelineResponse'),
+  created: bool(),
+  wasExisting: bool(),
+});
+
+export const stageDtoSchema = response('StageDto', {
+  id: rid(),
+  pipelineId: rid(),
+  name: str(),
+  stageHandlerName: str(),
+  status: enumOf(STAGE_STATUSES),
+  createdAt: utcDateTime(),
+  isSkipped: bool(),
+  isEvent: bool(),
+  runNextIfCurrentFailed: bool(),
+  input: str(),
+  nextStageId: nullable(rid()),
+  finishedAt: nullable(utcDateTime()),
+  startedAt: nullable(utcDateTime()),
+});
+
+export const appendStagesResponseSchema = response('AppendStagesResponse', {
+  stages: arrayOf(ref('StageDto')),
+});
+
+registerSchemas(
+  stageOptionsSchema,
+  contextItemSchema,
+  pipelineKeywordSchema,
+  stageLogSchema,
+  stageResponseSchema,
+  pipelineResponseSchema,
+  idempotentPipelineCreateResponseSchema,
+  stageDtoSchema,
+  appendStagesResponseSchema,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/**
+ * StageOptions as responses and StageNextMessage carry them: all 13 fields, defaults of
+ * addendum §4, `runNextIfFailed` set to the effective continuation value.
+ */
+export function stageOptionsWithDefaults(
+  input: StageOptionsInput | undefined,
+  effectiveRunNextIfFailed: boolean,
+): StageOptions {
+  const o = input ?? {};
+  return {
+    runNextIfFailed: effectiveRunNextIfFailed,
+    retryInterval: o.retryInterval ?? 0,
+    maxRetries: o.maxRetries ?? 0,
+    timeOut: o.timeOut ?? null,
+    retryOnErrorCodes: o.retryOnErrorCodes ?? [],
+    backoff: o.backoff ?? 'fixed',
+    maxRetryInterval: o.maxRetryInterval ?? null,
+    jitter: o.jitter ?? false,
+    dependsOn: o.dependsOn ?? [],
+    runInParallelWith: o.runInParallelWith ?? [],
+    failIfOutputEmpty: o.failIfOutputEmpty ?? false,
+    notifyOnFailure: o.notifyOnFailure ?? false,
+    runAsUser: o.runAsUser ?? null,
+  };
+}

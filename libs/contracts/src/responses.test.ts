@@ -1,0 +1,329 @@
+import { describe, expect, it } from 'vitest';
+import {
+  appendStagesResponseSchema,
+  bootstrapResponseSchema,
+  compile,
+  idempotentPipelineCreateResponseSchema,
+  logResponseSchema,
+  pipelineResponseSchema,
+  pullJobResponseSchema,
+  registeredSchemas,
+  schedulePageSchema,
+  scheduleRunPageSchema,
+  scheduleSchema,
+  scheduleTriggerResponseSchema,
+  stageLeaseResponseSchema,
+  stageOptionsWithDefaults,
+  stageResultAcceptedSchema,
+  validateStageNextMessage,
+  versionInfoSchema,
+} from './index.js';
+import type {
+  AppendStagesResponse,
+  BootstrapResponse,
+  IdempotentPipelineCreateResponse,
+  JsonSchema,
+  LogResponse,
+  Page,
+  PipelineResponse,
+  PullJobResponse,
+  Schedule,
+  ScheduleRun,
+  ScheduleTriggerResponse,
+  StageLeaseResponse,
+  StageNextMessage,
+  StageResponse,
+  StageResultAccepted,
+  VersionInfo,
+} from './index.js';
+import { errorsOf, withAt, withoutAt } from './validation.test-support.js';
+
+const at = '2025-03-01T12:00:00.000Z';
+
+const stageResponse: StageResponse = {
+  id: 21,
+  pipelineId: 7,
+  spanId: '00f067aa0ba902b7',
+  name: 'extract',
+  stageHandlerName: 'extract-handler',
+  description: null,
+  status: 'Running',
+  createdAt: at,
+  startedAt: at,
+  finishedAt: null,
+  nextRetryAt: null,
+  input: '',
+  output: null,
+  isSkipped: false,
+  isEvent: false,
+  nextStageId: null,
+  logs: [{ id: 1, stageId: 21, message: 'started', logLevel: 'Information', created: at }],
+  options: stageOptionsWithDefaults({ timeOut: 30 }, false),
+  failureCount: 0,
+  lastFailedAt: null,
+  hasFailureHistory: false,
+  attempt: 1,
+  retryAttempt: 0,
+  lastErrorCode: null,
+  failureDisposition: null,
+  isTerminal: false,
+};
+
+const pipeline: PipelineResponse = {
+  id: 7,
+  name: 'nightly-import',
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+  status: 'Running',
+  createdAt: at,
+  finishedAt: null,
+  applicationId: 1,
+  stageStatuses: ['Running'],
+  stages: [stageResponse],
+  pipelineContextItems: [
+    { key: 'token', value: '[REDACTED]', valueType: null, isSensitive: true, isDeleted: false },
+  ],
+  pipelineKeywords: [{ key: 'region', value: 'eu' }],
+  isEvent: false,
+  idempotencyKey: null,
+  isTerminal: false,
+  wasExisting: false,
+};
+
+const run: ScheduleRun = {
+  id: 3,
+  scheduleId: 2,
+  trigger: 'Manual',
+  status: 'Created',
+  scheduledFor: at,
+  createdAt: at,
+  pipelineId: 7,
+  pipelineStatus: 'Running',
+  reason: null,
+};
+
+const schedule: Schedule = {
+  id: 2,
+  applicationId: 1,
+  name: 'Nightly',
+  status: 'Active',
+  kind: 'Cron',
+  cronExpression: '0 2 * * *',
+  timeZone: 'Europe/Paris',
+  intervalSeconds: null,
+  runAt: null,
+  definition: { name: 'nightly-import', stages: [{ stageName: 'extract', stageHandlerName: 'h' }] },
+  definitionVersion: 1,
+  overlapPolicy: 'Skip',
+  catchupPolicy: 'None',
+  catchupMax: 10,
+  jitterSeconds: 0,
+  createdAt: at,
+  updatedAt: at,
+  nextRunAt: '2025-03-02T01:00:00.000Z',
+  lastRunAt: at,
+  lastRunStatus: 'Running',
+  lastPipelineId: 7,
+  health: {
+    windowSize: 20,
+    total: 1,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+    running: 1,
+    skipped: 0,
+    lastFailureAt: null,
+    state: 'healthy',
+  },
+};
+
+const message: StageNextMessage = {
+  applicationId: 1,
+  pipelineId: 7,
+  stageId: 21,
+  executionId: '3b241101-e2bb-4255-8caf-4136c566a962',
+  stageName: 'extract',
+  stageHandlerName: 'extract-handler',
+  input: '',
+  options: stageOptionsWithDefaults(undefined, false),
+  pipelineContextItems: [
+    { key: 'token', value: 's3cret', valueType: 'string', isSensitive: true, isDeleted: false },
+  ],
+  traceId: pipeline.traceId,
+  spanId: stageResponse.spanId,
+  dispatchedAt: at,
+  timeOutSeconds: null,
+  previousAttempts: 0,
+};
+
+const samples: [string, JsonSchema, unknown][] = [
+  ['PipelineResponse', pipelineResponseSchema, pipeline],
+  [
+    'IdempotentPipelineCreateResponse',
+    idempotentPipelineCreateResponseSchema,
+    {
+      pipeline: { ...pipeline, idempotencyKey: 'k-1', wasExisting: true },
+      created: false,
+      wasExisting: true,
+    } satisfies IdempotentPipelineCreateResponse,
+  ],
+  [
+    'AppendStagesResponse',
+    appendStagesResponseSchema,
+    {
+      stages: [
+        {
+          id: 22,
+          pipelineId: 7,
+          name: 'load',
+          stageHandlerName: 'load-handler',
+          status: 'NotStarted',
+          createdAt: at,
+          isSkipped: false,
+          isEvent: false,
+          runNextIfCurrentFailed: false,
+          input: '{"a":1}',
+          nextStageId: null,
+          finishedAt: null,
+          startedAt: null,
+        },
+      ],
+    } satisfies AppendStagesResponse,
+  ],
+  ['Schedule', scheduleSchema, schedule],
+  [
+    'SchedulePage',
+    schedulePageSchema,
+    { items: [schedule], nextCursor: null } satisfies Page<Schedule>,
+  ],
+  [
+    'ScheduleRunPage',
+    scheduleRunPageSchema,
+    { items: [run], nextCursor: 'c2' } satisfies Page<ScheduleRun>,
+  ],
+  [
+    'ScheduleTriggerResponse',
+    scheduleTriggerResponseSchema,
+    { run, pipeline } satisfies ScheduleTriggerResponse,
+  ],
+  [
+    'VersionInfo',
+    versionInfoSchema,
+    {
+      version: '0.5.0',
+      licenseTier: 'community',
+      commit: 'abc123',
+      builtAt: at,
+    } satisfies VersionInfo,
+  ],
+  [
+    'LogResponse',
+    logResponseSchema,
+    { id: 5, applicationId: null, stored: true } satisfies LogResponse,
+  ],
+  [
+    'BootstrapResponse',
+    bootstrapResponseSchema,
+    {
+      workerId: 'w-1',
+      sessionToken: 'tok',
+      sessionExpiresAt: at,
+      applicationId: 1,
+      queues: ['app_1_extract-handler_StageNext'],
+      heartbeatIntervalSeconds: 30,
+      messageBroker: { enabled: false, connectionString: null },
+    } satisfies BootstrapResponse,
+  ],
+  [
+    'StageLeaseResponse (refusal)',
+    stageLeaseResponseSchema,
+    {
+      acquired: false,
+      attempt: null,
+      leaseExpiresAt: null,
+      reason: 'lease_held',
+    } satisfies StageLeaseResponse,
+  ],
+  [
+    'StageLeaseResponse (grant)',
+    stageLeaseResponseSchema,
+    { acquired: true, attempt: 1, leaseExpiresAt: at, reason: null } satisfies StageLeaseResponse,
+  ],
+  [
+    'PullJobResponse',
+    pullJobResponseSchema,
+    {
+      token: 'd-1',
+      queue: 'app_1_extract-handler_StageNext',
+      payload: message,
+      messageId: '42',
+      headers: {},
+    } satisfies PullJobResponse,
+  ],
+  [
+    'StageResultAccepted',
+    stageResultAcceptedSchema,
+    { accepted: true, stageId: 21, executionId: message.executionId } satisfies StageResultAccepted,
+  ],
+];
+
+describe('response schemas', () => {
+  it.each(samples)('a well-formed %s passes', (_, schema, body) => {
+    const result = compile(schema, { normalise: false })(body);
+    expect(result.ok ? [] : result.errors).toEqual([]);
+  });
+
+  it('every field of a response is required (always present, null when no value)', () => {
+    const validate = compile(pipelineResponseSchema, { normalise: false });
+    expect(errorsOf(validate(withoutAt(pipeline, '/finishedAt')))).toEqual([
+      { field: '/finishedAt', message: 'is required' },
+    ]);
+    expect(errorsOf(validate(withoutAt(pipeline, '/stages/0/options/runAsUser')))).toEqual([
+      { field: '/stages/0/options/runAsUser', message: 'is required' },
+    ]);
+    // Closed schemas are the response bodies, plus the stored (request-shaped) definition.
+    for (const schema of registeredSchemas()) {
+      const title = String(schema.title);
+      if (schema.additionalProperties !== false) continue;
+      if (title === 'ProblemDetails' || title.startsWith('Stored')) continue;
+      expect(schema.required).toEqual(Object.keys(schema.properties as object));
+    }
+  });
+
+  it('StageOptions in a StageResponse carry all 13 fields', () => {
+    expect(Object.keys(stageResponse.options)).toHaveLength(13);
+    const validate = compile(pipelineResponseSchema, { normalise: false });
+    expect(validate(pipeline).ok).toBe(true);
+  });
+
+  it('a response member the contract does not list is an error (apiKey never appears)', () => {
+    const validate = compile(scheduleSchema, { normalise: false });
+    expect(errorsOf(validate(withAt(schedule, '/definition/apiKey', 'pos_x')))).toEqual([
+      { field: '/definition/apiKey', message: 'is not allowed' },
+    ]);
+  });
+
+  it('response date-times are UTC with exactly three fractional digits and Z', () => {
+    const validate = compile(pipelineResponseSchema, { normalise: false });
+    expect(errorsOf(validate({ ...pipeline, createdAt: '2025-03-01T12:00:00Z' }))).toEqual([
+      {
+        field: '/createdAt',
+        message: 'must match the pattern ^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
+      },
+    ]);
+  });
+
+  it('enumerations are case-sensitive', () => {
+    const validate = compile(pipelineResponseSchema, { normalise: false });
+    expect(errorsOf(validate({ ...pipeline, status: 'running' }))[0]?.field).toBe('/status');
+  });
+
+  it('a StageNextMessage is validated as received, nothing dropped', () => {
+    expect(validateStageNextMessage(message)).toEqual({ ok: true, value: message });
+    expect(errorsOf(validateStageNextMessage({ ...message, extra: 1 }))).toEqual([
+      { field: '/extra', message: 'is not allowed' },
+    ]);
+    expect(errorsOf(validateStageNextMessage(withoutAt(message, '/previousAttempts')))).toEqual([
+      { field: '/previousAttempts', message: 'is required' },
+    ]);
+  });
+});

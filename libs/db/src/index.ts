@@ -1,0 +1,89 @@
+// @po/db: the Prisma client of the product (schema in prisma/schema.prisma, migrations in
+// prisma/migrations, applied by scripts/migrate.mjs). The client runs on @prisma/adapter-pg.
+import { PrismaPg } from '@prisma/adapter-pg';
+import type { PoolConfig } from 'pg';
+import { PrismaClient } from './generated/prisma/client.js';
+import type { Db } from './db-types.js';
+
+// Enums (values and types), model types, $Enums and the Prisma namespace.
+export * from './generated/prisma/client.js';
+
+export type { Db, DbOrTx } from './db-types.js';
+export * from './repositories/index.js';
+
+export interface CreateDbOptions {
+  /** PostgreSQL schema used by generated queries; defaults to the URL's `?schema=` or `public`. */
+  schema?: string;
+  /** Pool size; default 10. */
+  max?: number;
+}
+
+/**
+ * Discrete pg settings from a postgresql:// URL. Discrete settings, not `connectionString`: with a
+ * connection string pg lets the URL override other settings such as `database`.
+ */
+export function pgPoolConfig(url: string): PoolConfig & { schema?: string } {
+  const u = new URL(url);
+  if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') throw new Error('database URL must be a postgresql:// URL');
+  const sslmode = u.searchParams.get('sslmode');
+  const config: PoolConfig & { schema?: string } = {
+    host: decodeURIComponent(u.hostname) || '127.0.0.1',
+    port: u.port ? Number(u.port) : 5432,
+    user: decodeURIComponent(u.username) || 'postgres',
+    database: decodeURIComponent(u.pathname.slice(1)) || 'postgres',
+  };
+  if (u.password) config.password = decodeURIComponent(u.password);
+  if (sslmode && !['disable', 'allow', 'prefer'].includes(sslmode)) config.ssl = { rejectUnauthorized: sslmode !== 'require' };
+  const schema = u.searchParams.get('schema');
+  if (schema) config.schema = schema;
+  return config;
+}
+
+/** A PrismaClient on a pg pool of `max` connections (default 10). Call `$disconnect()` to close it. */
+export function createDb(url: string, options: CreateDbOptions = {}): Db {
+  const { schema: urlSchema, ...config } = pgPoolConfig(url);
+  const schema = options.schema ?? urlSchema;
+  // The adapter qualifies generated queries with `schema`; search_path covers $queryRaw as well.
+  if (schema) config.options = `-c search_path="${schema.replaceAll('"', '""')}"`;
+  const adapter = new PrismaPg({ ...config, max: options.max ?? 10 }, schema ? { schema } : undefined);
+  return new PrismaClient({ adapter });
+}
+
+/**
+ * True for a unique violation, optionally of one constraint: Prisma's P2002 (model queries), P2010
+ * whose adapter cause is a UniqueConstraintViolation (`$queryRaw` / `$executeRaw`), or a plain pg
+ * error 23505. `constraint` is the index/constraint name, e.g. `api_keys_key_hash_key`. With the pg
+ * adapter the name is at `meta.driverAdapterError.cause.constraint.index`; when PostgreSQL gives
+ * only the columns (`constraint.fields`), the name is matched as Prisma names it:
+ * `<table>_<col>_<col>_key`.
+ */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { code?: unknown; meta?: unknown; constraint?: unknown };
+  if (e.code === '23505') return constraint === undefined || e.constraint === constraint;
+  const meta = (e.meta ?? {}) as {
+    target?: unknown;
+    driverAdapterError?: { cause?: { kind?: unknown; constraint?: { index?: unknown; fields?: unknown }; table?: unknown } };
+  };
+  const cause = meta.driverAdapterError?.cause;
+  if (e.code !== 'P2002' && !(e.code === 'P2010' && cause?.kind === 'UniqueConstraintViolation')) return false;
+  if (constraint === undefined) return true;
+
+  const names = new Set<string>();
+  let fields: string[] | undefined;
+  let table: string | undefined;
+  if (typeof cause?.constraint?.index === 'string') names.add(cause.constraint.index);
+  if (isStringArray(cause?.constraint?.fields)) fields = cause.constraint.fields;
+  if (typeof cause?.table === 'string') table = cause.table;
+  // Native-engine shape: target is the constraint name or the list of fields.
+  if (typeof meta.target === 'string') names.add(meta.target);
+  else if (isStringArray(meta.target)) fields ??= meta.target;
+
+  if (names.has(constraint)) return true;
+  if (!fields || fields.length === 0) return false;
+  const suffix = `_${fields.map(unquote).join('_')}_key`;
+  return table !== undefined ? constraint === `${unquote(table)}${suffix}` : constraint.endsWith(suffix);
+}
+
+const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+const unquote = (s: string): string => s.replace(/^"(.*)"$/, '$1');

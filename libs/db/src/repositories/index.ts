@@ -1,0 +1,6 @@
+export * from './api-keys.js';
+export * from './pipelines.js';
+export * from './idempotency-keys.js';
+export * from './stages.js';
+export * from './context-items.js';
+export * from './system-logs.js';

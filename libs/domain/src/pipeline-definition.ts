@@ -1,0 +1,56 @@
+import type { FieldError } from './errors.js';
+import { newTraceId } from './ids.js';
+import { checkAddedStages, stageFromCreate, type NewStage, type StageCreateInput } from './stage-definition.js';
+
+/** A validated PipelineDefinition (creation body or a schedule's definition). */
+export interface PipelineDefinitionInput {
+  name: string;
+  traceId?: string;
+  policies?: Record<string, unknown>[];
+  stages: StageCreateInput[];
+  pipelineKeywords?: { key: string; value: string }[];
+  pipelineContextItems?: { key: string; value?: string; valueType?: string; isSensitive?: boolean; isDeleted?: boolean }[];
+}
+
+export interface NewPipeline {
+  applicationId: number;
+  name: string;
+  traceId: string;
+  policies: Record<string, unknown>[] | null;
+  idempotencyKey: string | null;
+  scheduleId: number | null;
+  stages: NewStage[];
+  contextItems: { key: string; value: string; valueType: string | null; isSensitive: boolean }[];
+  keywords: { key: string; value: string }[];
+}
+
+/**
+ * Turns a validated definition into the pipeline to store, applying the rules that span stages
+ * (addendum §6). The one creation path for legacy, idempotent and scheduled pipelines.
+ */
+export function planPipeline(
+  definition: PipelineDefinitionInput,
+  origin: { applicationId: number; idempotencyKey?: string; scheduleId?: number },
+  pointer = '',
+): { ok: true; pipeline: NewPipeline } | { ok: false; errors: FieldError[] } {
+  const stages = definition.stages.map(stageFromCreate);
+  const errors = checkAddedStages([], stages, `${pointer}/stages`);
+  if (errors.length > 0) return { ok: false, errors };
+  return {
+    ok: true,
+    pipeline: {
+      applicationId: origin.applicationId,
+      name: definition.name,
+      traceId: definition.traceId ?? newTraceId(),
+      policies: definition.policies ?? null,
+      idempotencyKey: origin.idempotencyKey ?? null,
+      scheduleId: origin.scheduleId ?? null,
+      stages,
+      // A tombstone in the initial context removes nothing and is simply not stored.
+      contextItems: (definition.pipelineContextItems ?? [])
+        .filter((c) => !c.isDeleted)
+        .map((c) => ({ key: c.key, value: c.value ?? '', valueType: c.valueType ?? null, isSensitive: c.isSensitive ?? false })),
+      keywords: definition.pipelineKeywords ?? [],
+    },
+  };
+}

@@ -1,0 +1,162 @@
+import type { FieldError } from './errors.js';
+
+export const MAX_STAGES_PER_PIPELINE = 100;
+export const MAX_STAGE_INPUT_BYTES = 262_144;
+
+export type Backoff = 'fixed' | 'linear' | 'exponential';
+
+/** StageOptions as a client sends them (validated, nulls already removed). */
+export interface StageOptionsInput {
+  runNextIfFailed?: boolean;
+  retryInterval?: number;
+  maxRetries?: number;
+  timeOut?: number;
+  retryOnErrorCodes?: string[];
+  backoff?: Backoff;
+  maxRetryInterval?: number;
+  jitter?: boolean;
+  dependsOn?: string[];
+  runInParallelWith?: string[];
+  failIfOutputEmpty?: boolean;
+  notifyOnFailure?: boolean;
+  runAsUser?: string;
+}
+
+/** StageOptions with every default applied (addendum §4); this is what is stored and returned. */
+export interface StageOptions {
+  runNextIfFailed: boolean;
+  retryInterval: number;
+  maxRetries: number;
+  timeOut: number | null;
+  retryOnErrorCodes: string[];
+  backoff: Backoff;
+  maxRetryInterval: number | null;
+  jitter: boolean;
+  dependsOn: string[];
+  runInParallelWith: string[];
+  failIfOutputEmpty: boolean;
+  notifyOnFailure: boolean;
+  runAsUser: string | null;
+}
+
+interface StageCommon {
+  stageName: string;
+  stageHandlerName: string;
+  description?: string;
+  policies?: Record<string, unknown>[];
+  options?: StageOptionsInput;
+  isEvent?: boolean;
+  runNextIfFailed?: boolean;
+}
+
+/** StageCreate: a stage inside a pipeline definition; `input` is a string. */
+export interface StageCreateInput extends StageCommon {
+  input?: string;
+}
+
+/** StageInfo / WorkerAppendedStage: `input` is any JSON value. */
+export interface StageInfoInput extends StageCommon {
+  input?: unknown;
+  runNextIfCurrentFailed?: boolean;
+}
+
+/** A stage ready to be stored at the end of a pipeline. */
+export interface NewStage {
+  name: string;
+  handlerName: string;
+  description: string | null;
+  input: string;
+  options: StageOptions;
+  policies: Record<string, unknown>[] | null;
+  isEvent: boolean;
+}
+
+export function normaliseOptions(options: StageOptionsInput | undefined, runNextIfFailed: boolean): StageOptions {
+  const o = options ?? {};
+  return {
+    runNextIfFailed,
+    retryInterval: o.retryInterval ?? 0,
+    maxRetries: o.maxRetries ?? 0,
+    timeOut: o.timeOut ?? null,
+    retryOnErrorCodes: o.retryOnErrorCodes ?? [],
+    backoff: o.backoff ?? 'fixed',
+    maxRetryInterval: o.maxRetryInterval ?? null,
+    jitter: o.jitter ?? false,
+    dependsOn: o.dependsOn ?? [],
+    runInParallelWith: o.runInParallelWith ?? [],
+    failIfOutputEmpty: o.failIfOutputEmpty ?? false,
+    notifyOnFailure: o.notifyOnFailure ?? false,
+    runAsUser: o.runAsUser ?? null,
+  };
+}
+
+function common(stage: StageCommon, runNextIfFailed: boolean, input: string): NewStage {
+  return {
+    name: stage.stageName,
+    handlerName: stage.stageHandlerName,
+    description: stage.description ?? null,
+    input,
+    options: normaliseOptions(stage.options, runNextIfFailed),
+    policies: stage.policies ?? null,
+    isEvent: stage.isEvent ?? false,
+  };
+}
+
+/** StageCreate: options.runNextIfFailed ?? runNextIfFailed ?? false (addendum §6). */
+export function stageFromCreate(stage: StageCreateInput): NewStage {
+  return common(stage, stage.options?.runNextIfFailed ?? stage.runNextIfFailed ?? false, stage.input ?? '');
+}
+
+/**
+ * StageInfo: options.runNextIfFailed ?? runNextIfCurrentFailed ?? runNextIfFailed ?? false, and
+ * input unwrapping: a string is kept, another non-null value becomes compact JSON, null becomes "".
+ */
+export function stageFromInfo(stage: StageInfoInput): NewStage {
+  const runNext =
+    stage.options?.runNextIfFailed ?? stage.runNextIfCurrentFailed ?? stage.runNextIfFailed ?? false;
+  return common(stage, runNext, inputString(stage.input));
+}
+
+export function inputString(input: unknown): string {
+  if (input === undefined || input === null) return '';
+  if (typeof input === 'string') return input;
+  return JSON.stringify(input);
+}
+
+export function utf8Bytes(value: string): number {
+  return Buffer.byteLength(value, 'utf8');
+}
+
+/**
+ * Rules that need the pipeline as a whole (addendum §6): the stage count cap, the input byte limit
+ * after unwrapping, and dependsOn names that must match a stage earlier in position.
+ */
+export function checkAddedStages(
+  existingNames: readonly string[],
+  added: readonly NewStage[],
+  pointer = '/stages',
+): FieldError[] {
+  const errors: FieldError[] = [];
+  if (existingNames.length + added.length > MAX_STAGES_PER_PIPELINE) {
+    errors.push({
+      field: pointer,
+      message: `a pipeline may have at most ${MAX_STAGES_PER_PIPELINE} stages (it has ${existingNames.length})`,
+    });
+  }
+  const earlier = new Set(existingNames);
+  added.forEach((stage, i) => {
+    if (utf8Bytes(stage.input) > MAX_STAGE_INPUT_BYTES) {
+      errors.push({ field: `${pointer}/${i}/input`, message: `must be at most ${MAX_STAGE_INPUT_BYTES} bytes` });
+    }
+    stage.options.dependsOn.forEach((name, j) => {
+      if (!earlier.has(name)) {
+        errors.push({
+          field: `${pointer}/${i}/options/dependsOn/${j}`,
+          message: `must name a stage earlier in the pipeline ("${name}" does not)`,
+        });
+      }
+    });
+    earlier.add(stage.name);
+  });
+  return errors;
+}

@@ -1,0 +1,88 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import Koa from 'koa';
+import type { ParameterizedContext } from 'koa';
+import { DomainError, NotFound, type ErrorCode, type FieldError } from '@po/domain';
+import type { Logger } from '@po/telemetry';
+import { toProblem } from './problem.js';
+import type { Router } from './router.js';
+
+export interface AppState {
+  /** Correlation id: the trace-id of an incoming traceparent, otherwise generated (addendum §3). */
+  traceId: string;
+  applicationId?: number;
+  apiKeyId?: number;
+  body?: unknown;
+  /** Validated path and query parameters, by name. */
+  params: Record<string, unknown>;
+}
+export type AppContext = ParameterizedContext<AppState>;
+
+export interface HttpAppOptions {
+  logger: Logger;
+  routers: Router[];
+}
+
+const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
+
+function incomingTraceId(header: string | undefined): string {
+  const match = header ? TRACEPARENT.exec(header.trim().toLowerCase()) : null;
+  const traceId = match?.[1];
+  return traceId && !/^0+$/.test(traceId) ? traceId : randomBytes(16).toString('hex');
+}
+
+/** Builds a koa app (no listen) with trace ids, access logs, problem+json errors and a 404 fallback. */
+export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState> {
+  const app = new Koa<AppState>();
+  app.proxy = true;
+  app.silent = true;
+
+  app.use(async (ctx, next) => {
+    const started = performance.now();
+    ctx.state.traceId = incomingTraceId(ctx.get('traceparent') || undefined);
+    ctx.state.params = {};
+    try {
+      await next();
+    } catch (err) {
+      writeProblem(ctx, err, logger);
+    }
+    const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+    logger.info(
+      {
+        method: ctx.method,
+        route,
+        status: ctx.status,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+        traceId: ctx.state.traceId,
+        applicationId: ctx.state.applicationId,
+      },
+      'request',
+    );
+  });
+
+  for (const router of routers) app.use(router.routes());
+  app.use(() => {
+    throw new NotFound('No such route.');
+  });
+  return app;
+}
+
+function writeProblem(ctx: AppContext, err: unknown, logger: Logger): void {
+  let code: ErrorCode;
+  let detail: string;
+  let errors: FieldError[] | undefined;
+  if (err instanceof DomainError) {
+    code = err.code;
+    detail = err.message;
+    errors = (err as { errors?: FieldError[] }).errors;
+  } else {
+    const errorId = randomUUID();
+    logger.error({ err, errorId, traceId: ctx.state.traceId }, 'unhandled error');
+    code = 'internal';
+    detail = `Unexpected error; reference ${errorId}.`;
+  }
+  const body = toProblem(code, detail, { path: ctx.path, traceId: ctx.state.traceId }, errors);
+  ctx.status = body.status;
+  ctx.type = 'application/problem+json';
+  ctx.body = JSON.stringify(body);
+  if (code === 'too_many_inflight') ctx.set('Retry-After', String((err as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1));
+}

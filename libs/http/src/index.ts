@@ -1,0 +1,10 @@
+export { createHttpApp, type HttpAppOptions, type AppState, type AppContext } from './app.js';
+export { jsonBody, optionalJsonBody } from './body.js';
+export { pathParam } from './params.js';
+export { apiKeyAuth, hashSecret, type ApiKeyResolver, type AuthenticatedApp } from './auth.js';
+export { healthRouter, type ReadinessCheck } from './health.js';
+export { listen, type RunningServer } from './server.js';
+export { onShutdown, type ShutdownStep } from './shutdown.js';
+export { problemStatus, toProblem } from './problem.js';
+export { sendJson, sendEmpty } from './respond.js';
+export { createRouter, type Router } from './router.js';

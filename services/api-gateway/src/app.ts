@@ -1,0 +1,20 @@
+import { findValidApiKey } from '@po/db';
+import { createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck } from '@po/http';
+import type { ApiGatewayConfig } from './config.js';
+import type { Deps } from './deps.js';
+import { pipelineRoutes } from './http/pipelines/routes.js';
+import { stageRoutes } from './http/stages/routes.js';
+import { systemRoutes } from './http/system/routes.js';
+
+export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyBytes' | 'build'>, readiness: Record<string, ReadinessCheck>) {
+  const resolveKey: ApiKeyResolver = (hash) => findValidApiKey(deps.db, hash, deps.clock());
+  return createHttpApp({
+    logger: deps.logger,
+    routers: [
+      healthRouter(readiness),
+      pipelineRoutes(deps, resolveKey, config.maxBodyBytes),
+      stageRoutes(deps, resolveKey, config.maxBodyBytes),
+      systemRoutes(deps, config.build, config.maxBodyBytes),
+    ],
+  });
+}

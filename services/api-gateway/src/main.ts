@@ -1,0 +1,28 @@
+import { loadConfig } from '@po/config';
+import { createDb } from '@po/db';
+import { listen, onShutdown } from '@po/http';
+import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
+import { createLogger } from '@po/telemetry';
+import { buildApp } from './app.js';
+import { parseConfig } from './config.js';
+
+const config = loadConfig(parseConfig);
+const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
+const db = createDb(config.databaseUrl);
+const redis = createRedis(config.redisUrl, 'producer');
+const events = createPipelineEventsProducer(redis, config.queuePrefix);
+
+const app = buildApp(
+  { db, events, logger, clock: () => new Date(), cancelTimeoutSeconds: config.cancelTimeoutSeconds },
+  config,
+  { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) },
+);
+const server = await listen(app, config.host, config.port);
+logger.info({ port: server.port }, 'api-gateway listening');
+
+onShutdown(logger, config.shutdownTimeoutMs, [
+  ['http server', () => server.close()],
+  ['event producer', () => events.close()],
+  ['redis', async () => void (await redis.quit())],
+  ['postgres', () => db.$disconnect()],
+]);

@@ -1,0 +1,90 @@
+import {
+  CancellationTimeout,
+  NotFound,
+  PipelineTerminal,
+  ValidationFailed,
+  checkAddedStages,
+  isTerminalPipeline,
+  stageFromInfo,
+  type StageInfoInput,
+} from '@po/domain';
+import {
+  cancelUnfinishedStages,
+  insertStages,
+  loadPipeline,
+  lockPipeline,
+  markPipelineCancelled,
+  stageNamesOf,
+  stagesFromPosition,
+  type DbOrTx,
+} from '@po/db';
+import { announce, type Deps } from '../deps.js';
+import { pipelineResponse, stageDto, type PipelineResponse } from './view.js';
+
+/** Locks the application's pipeline; another application's pipeline is simply not found. */
+async function lockOwnPipeline(tx: DbOrTx, applicationId: number, pipelineId: number) {
+  const pipeline = await lockPipeline(tx, pipelineId);
+  if (!pipeline || pipeline.applicationId !== applicationId) throw new NotFound(`Pipeline ${pipelineId} not found.`);
+  return pipeline;
+}
+
+/**
+ * POST /pipelines/{id}/cancel: the pipeline and every unfinished stage become Cancelled in one
+ * transaction, and their executions end so renewals are refused and late results fenced.
+ */
+export async function cancelPipeline(deps: Deps, applicationId: number, pipelineId: number): Promise<PipelineResponse> {
+  const timeoutMs = deps.cancelTimeoutSeconds * 1000;
+  const started = Date.now();
+  try {
+    await deps.db.$transaction(
+      async (tx) => {
+        await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '${timeoutMs}ms'`);
+        const pipeline = await lockOwnPipeline(tx, applicationId, pipelineId);
+        if (isTerminalPipeline(pipeline.status)) throw new PipelineTerminal(pipelineId, pipeline.status);
+        const now = deps.clock();
+        await cancelUnfinishedStages(tx, pipelineId, now);
+        await markPipelineCancelled(tx, pipelineId, now);
+      },
+      { timeout: timeoutMs, maxWait: timeoutMs },
+    );
+  } catch (err) {
+    if (err instanceof NotFound || err instanceof PipelineTerminal) throw err;
+    if (Date.now() - started >= timeoutMs || isLockTimeout(err)) throw new CancellationTimeout(deps.cancelTimeoutSeconds);
+    throw err;
+  }
+  await announce(deps, { type: 'pipeline.cancelled', applicationId, pipelineId });
+  const record = await loadPipeline(deps.db, pipelineId);
+  if (!record) throw new Error(`pipeline ${pipelineId} vanished after cancel`);
+  return pipelineResponse(record);
+}
+
+function isLockTimeout(err: unknown): boolean {
+  const text = String((err as { message?: unknown })?.message ?? '');
+  return text.includes('55P03') || text.includes('lock timeout') || text.includes('P2028');
+}
+
+/** POST /pipelines/{id}/stages: appended at the end, NotStarted; the pipeline status is unchanged. */
+export async function appendStages(
+  deps: Deps,
+  applicationId: number,
+  pipelineId: number,
+  items: StageInfoInput[],
+): Promise<ReturnType<typeof stageDto>[]> {
+  const stages = items.map(stageFromInfo);
+  const appended = await deps.db.$transaction(async (tx) => {
+    const pipeline = await lockOwnPipeline(tx, applicationId, pipelineId);
+    const names = await stageNamesOf(tx, pipelineId);
+    const errors = checkAddedStages(names, stages);
+    if (errors.length > 0) throw new ValidationFailed(errors);
+    if (isTerminalPipeline(pipeline.status)) throw new PipelineTerminal(pipelineId, pipeline.status);
+    await insertStages(tx, BigInt(pipelineId), applicationId, names.length, stages);
+    return stagesFromPosition(tx, pipelineId, names.length);
+  });
+  await announce(deps, {
+    type: 'stages.appended',
+    applicationId,
+    pipelineId,
+    stageIds: appended.map((s) => Number(s.id)),
+  });
+  return appended.map((s, i) => stageDto(s, appended[i + 1] ?? null));
+}

@@ -1,0 +1,94 @@
+import { Writable } from 'node:stream';
+import type { Db } from '@po/db';
+import { listen } from '@po/http';
+import { createPipelineEventsProducer, createRedis, type PipelineEventsProducer } from '@po/queues';
+import { createLogger } from '@po/telemetry';
+import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix } from '@po/testing';
+import { runAdmin } from '../admin/commands.js';
+import { buildApp } from '../app.js';
+import type { Deps } from '../deps.js';
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON
+  body: any;
+}
+
+export interface CallOptions {
+  key?: string | null;
+  json?: unknown;
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+/**
+ * An api-gateway on an ephemeral port, over its own database and queue prefix, with two
+ * applications (A and B) and every log line captured for secret searches.
+ */
+export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events'>> & { maxBodyBytes?: number } = {}) {
+  const database = await createTestDatabase();
+  const prefix = testQueuePrefix('gw');
+  const redis = createRedis(TEST_REDIS_URL, 'producer');
+  const events: PipelineEventsProducer = overrides.events ?? createPipelineEventsProducer(redis, prefix);
+  const logLines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logLines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const logger = createLogger({ service: 'api-gateway', level: 'debug', destination });
+  const db: Db = database.db;
+  const deps: Deps = { db, events, logger, clock: () => new Date(), cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10 };
+  const app = buildApp(
+    deps,
+    { maxBodyBytes: overrides.maxBodyBytes ?? 33_554_432, build: { version: '0.5.0', commit: null, builtAt: null } },
+    { postgres: () => db.$queryRaw`SELECT 1`, redis: () => redis.ping() },
+  );
+  const server = await listen(app, '127.0.0.1', 0);
+  const url = `http://127.0.0.1:${server.port}`;
+  const a = (await runAdmin(db, ['apps', 'create', '--name', 'A'])) as { applicationId: number; apiKey: string };
+  const b = (await runAdmin(db, ['apps', 'create', '--name', 'B'])) as { applicationId: number; apiKey: string };
+
+  async function call(method: string, path: string, options: CallOptions = {}): Promise<Reply> {
+    const headers: Record<string, string> = { ...options.headers };
+    const key = options.key === undefined ? a.apiKey : options.key;
+    if (key !== null) headers['x-api-key'] = key;
+    let body: string | Buffer | undefined = options.raw;
+    if (options.json !== undefined) {
+      body = JSON.stringify(options.json);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(`${url}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = null;
+    }
+    return { status: res.status, headers: res.headers, text, body: parsed };
+  }
+
+  return {
+    url,
+    db,
+    prefix,
+    redis,
+    logLines,
+    appA: { id: a.applicationId, key: a.apiKey },
+    appB: { id: b.applicationId, key: b.apiKey },
+    call,
+    async close() {
+      await server.close();
+      await events.close();
+      await cleanupRedisPrefix(prefix);
+      await redis.quit();
+      await database.drop();
+    },
+  };
+}
+
+export type Gateway = Awaited<ReturnType<typeof startGateway>>;

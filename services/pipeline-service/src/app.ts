@@ -1,0 +1,7 @@
+import { createHttpApp, healthRouter, type ReadinessCheck } from '@po/http';
+import type { Logger } from '@po/telemetry';
+
+/** pipeline-service has no public API: only health endpoints. */
+export function buildApp(logger: Logger, readiness: Record<string, ReadinessCheck>) {
+  return createHttpApp({ logger, routers: [healthRouter(readiness)] });
+}
