@@ -71,7 +71,10 @@ export interface NewStage {
   isEvent: boolean;
 }
 
-export function normaliseOptions(options: StageOptionsInput | undefined, runNextIfFailed: boolean): StageOptions {
+/** Stored options may carry nulls (timeOut, maxRetryInterval, runAsUser); they mean "not set". */
+type OptionsLike = { [K in keyof StageOptionsInput]?: StageOptionsInput[K] | null };
+
+export function normaliseOptions(options: OptionsLike | undefined, runNextIfFailed: boolean): StageOptions {
   const o = options ?? {};
   return {
     runNextIfFailed,
