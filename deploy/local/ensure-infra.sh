@@ -82,10 +82,14 @@ start_pg() {
       [[ -n "$only_port" && "$port" != "$only_port" ]] && continue
       say "starting PostgreSQL cluster ${ver}/${name} (port ${port})"
       if pg_ctlcluster --skip-systemctl-redirect "$ver" "$name" start; then started=1
-      else say "could not start ${ver}/${name}$(is_root || echo " (try: sudo pg_ctlcluster --skip-systemctl-redirect $ver $name start)")"; fi
+      else
+        say "could not start ${ver}/${name}"
+        is_root || say "  try: sudo pg_ctlcluster --skip-systemctl-redirect $ver $name start"
+      fi
     done <<<"$clusters"
     [[ "$started" == 1 ]] && return 0
-    say "no stopped cluster could be started (clusters: $(awk '{printf "%s/%s port %s %s; ", $1, $2, $3, $4}' <<<"$clusters"))"
+    say "no stopped cluster could be started; clusters:"
+    awk '{ printf "ensure-infra:   %s/%s port %s %s\n", $1, $2, $3, $4 }' <<<"$clusters" >&2
     return 1
   fi
   # Plain pg_ctl (no postgresql-common): a data directory of our own unless PGDATA says otherwise.
@@ -100,18 +104,25 @@ start_pg() {
     as_postgres "$bin/initdb" -D "$data" -U postgres --auth=trust >/dev/null
   fi
   say "starting PostgreSQL ($data, port $PG_PORT)"
-  as_postgres "$pg_ctl" -D "$data" -l "$log" -o "-p $PG_PORT" start >/dev/null || { say "pg_ctl start failed, see $log"; return 1; }
+  as_postgres "$pg_ctl" -D "$data" -l "$log" -o "-p $PG_PORT" start >/dev/null \
+    || { say "pg_ctl start failed, see $log"; return 1; }
 }
 
 # Lets the postgres role connect over loopback TCP without a password (local development only).
 ensure_pg_trust() {
   local out hba marker="# deploy/local/ensure-infra.sh: passwordless loopback for local development"
   [[ -z "$PG_PASS" ]] && have psql || return 0
-  out="$(PGCONNECT_TIMEOUT=5 psql -w -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -Atc 'select 1' 2>&1)" && return 0
+  out="$(PGCONNECT_TIMEOUT=5 psql -w -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres \
+    -Atc 'select 1' 2>&1)" && return 0
   grep -Eq 'password|pg_hba.conf' <<<"$out" || return 0 # not an authentication problem: migrate will report it
-  is_root || { say "PostgreSQL refuses ${PG_USER} without a password: add 'host all all 127.0.0.1/32 trust' and 'host all all ::1/128 trust' at the top of pg_hba.conf and reload"; return 0; }
+  if ! is_root; then
+    say "PostgreSQL refuses ${PG_USER} without a password. Add these lines at the top of pg_hba.conf, then reload:"
+    say "  host all all 127.0.0.1/32 trust"
+    say "  host all all ::1/128 trust"
+    return 0
+  fi
   hba="$(as_postgres psql -p "$PG_PORT" -Atc 'SHOW hba_file' 2>/dev/null || true)"
-  [[ -n "$hba" && -f "$hba" ]] || die "cannot find pg_hba.conf for port $PG_PORT to allow passwordless loopback connections"
+  [[ -n "$hba" && -f "$hba" ]] || die "cannot find pg_hba.conf of port $PG_PORT (to allow passwordless loopback)"
   if ! grep -qF "$marker" "$hba"; then
     say "allowing passwordless loopback connections (trust for 127.0.0.1/32 and ::1/128) in $hba"
     local tmp; tmp="$(mktemp)"
@@ -130,7 +141,8 @@ start_redis() {
   mkdir -p "$dir" "$logdir"
   say "starting Redis on port $REDIS_PORT"
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port "$REDIS_PORT" --save "" --appendonly no \
-    --dir "$dir" --logfile "$logdir/ci.log" >/dev/null || { say "redis-server failed to start, see $logdir/ci.log"; return 1; }
+    --dir "$dir" --logfile "$logdir/ci.log" >/dev/null \
+    || { say "redis-server failed to start, see $logdir/ci.log"; return 1; }
 }
 
 # ---- main ----
@@ -143,10 +155,11 @@ if [[ "$pg_ok$redis_ok" == 11 ]]; then
 fi
 
 for svc in pg redis; do # remote servers: check and report only
-  if [[ $svc == pg ]]; then ok=$pg_ok host=$PG_HOST port=$PG_PORT label=PostgreSQL; else ok=$redis_ok host=$REDIS_HOST port=$REDIS_PORT label=Redis; fi
+  if [[ $svc == pg ]]; then ok=$pg_ok host=$PG_HOST port=$PG_PORT label=PostgreSQL
+  else ok=$redis_ok host=$REDIS_HOST port=$REDIS_PORT label=Redis; fi
   if [[ $ok == 1 ]] || is_local "$host"; then continue; fi
   say "waiting for remote $label at ${host}:${port}…"
-  wait_for "$svc" "${svc}_up" || die "$label at ${host}:${port} does not answer (not a local address, so not starting it)"
+  wait_for "$svc" "${svc}_up" || die "$label at ${host}:${port} does not answer (not local: not starting it)"
   eval "${svc}_ok=1"
 done
 
@@ -161,16 +174,21 @@ if ((${#missing[@]})); then
     apt-get install -y -qq "${missing[@]}" >/dev/null
   else
     say "missing: ${missing[*]}. Install it, then run this again:"
-    if have apt-get; then say "  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y ${missing[*]}"
-    elif have brew; then say "  brew install postgresql@15 redis && brew services start postgresql@15 && brew services start redis"
-    else say "  install PostgreSQL (15 or newer) and Redis (7), listening on ${PG_HOST}:${PG_PORT} and ${REDIS_HOST}:${REDIS_PORT}"; fi
+    if have apt-get; then
+      say "  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y ${missing[*]}"
+    elif have brew; then
+      say "  brew install postgresql@15 redis && brew services start postgresql@15 && brew services start redis"
+    else
+      say "  PostgreSQL 15+ on ${PG_HOST}:${PG_PORT} and Redis 7 on ${REDIS_HOST}:${REDIS_PORT}"
+    fi
     exit 1
   fi
 fi
 
 if [[ $pg_ok == 0 ]]; then
   pg_up || start_pg || die "could not start PostgreSQL for ${PG_HOST}:${PG_PORT}"
-  wait_for pg pg_up || die "PostgreSQL at ${PG_HOST}:${PG_PORT} still does not answer after ${WAIT_SECONDS}s (logs: /var/log/postgresql/)"
+  wait_for pg pg_up \
+    || die "PostgreSQL at ${PG_HOST}:${PG_PORT} does not answer after ${WAIT_SECONDS}s (logs: /var/log/postgresql/)"
 fi
 if [[ $redis_ok == 0 ]]; then
   redis_up || start_redis || die "could not start Redis for ${REDIS_HOST}:${REDIS_PORT}"

@@ -8,7 +8,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function listen(app: Koa<never> | Koa<any>, host: string, port: number): Promise<RunningServer> {
+export async function listen(app: Pick<Koa, 'callback'>, host: string, port: number): Promise<RunningServer> {
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

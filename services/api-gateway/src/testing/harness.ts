@@ -63,7 +63,7 @@ export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutS
     }
     const res = await fetch(`${url}${path}`, { method, headers, body });
     const text = await res.text();
-    let parsed: unknown = null;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {
