@@ -3,12 +3,16 @@
 # (unit, integration, e2e). The integration and e2e projects need PostgreSQL and Redis:
 # `bash deploy/local/ensure-infra.sh` provides them.
 set -euo pipefail
+export TURBO_TELEMETRY_DISABLED=1
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
 step "build (npx turbo run build)"
 npx turbo run build
+
+step "typecheck tests and scripts (tsc -p tsconfig.lint.json)"
+npx tsc -p tsconfig.lint.json
 
 step "lint (npx eslint .)"
 npx eslint .
