@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
 import { DEFAULT_PORTS, createDemoApp, startStack, type ServiceName, type StartedStack } from '../deploy/local/stack.mjs';
@@ -113,6 +115,16 @@ describe('the five services as separate processes, driven over HTTP', () => {
   it('writes the sensitive context value to no log line of any service', () => {
     expect(logs.length).toBeGreaterThan(10);
     expect(logs.filter((line) => line.includes(secret))).toEqual([]);
+  });
+
+  it('the admin command prints one JSON object and exits 0, or a message on stderr and exits 1', async () => {
+    const run = promisify(execFile);
+    const env = { ...process.env, DATABASE_URL: database.url };
+    const ok = await run(process.execPath, ['services/api-gateway/dist/admin/cli.js', 'apps', 'create', '--name', 'cli'], { env });
+    expect(JSON.parse(ok.stdout)).toMatchObject({ name: 'cli', apiKey: expect.stringMatching(/^pos_/) });
+    const bad = await run(process.execPath, ['services/api-gateway/dist/admin/cli.js', 'apps', 'keys', 'disable', '--key-id', '987654'], { env }).catch((e: { code: number; stderr: string; stdout: string }) => e);
+    expect(bad).toMatchObject({ code: 1, stdout: '' });
+    expect((bad as { stderr: string }).stderr).toMatch(/does not exist/);
   });
 
   it('stops every service gracefully on SIGTERM', async () => {

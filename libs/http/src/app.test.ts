@@ -1,0 +1,138 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NotFound } from '@po/domain';
+import { createLogger } from '@po/telemetry';
+import { createHttpApp } from './app.js';
+import { apiKeyAuth, hashSecret } from './auth.js';
+import { jsonBody } from './body.js';
+import { healthRouter } from './health.js';
+import { sendJson } from './respond.js';
+import { createRouter } from './router.js';
+import { listen, type RunningServer } from './server.js';
+
+const lines: string[] = [];
+const logger = createLogger({
+  service: 'test',
+  destination: new Writable({
+    write(chunk: Buffer, _e, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  }),
+});
+
+let server: RunningServer;
+let url: string;
+
+beforeAll(async () => {
+  const router = createRouter();
+  const goodHash = hashSecret('good-key');
+  const auth = apiKeyAuth(async (hash) => (hash === goodHash ? { applicationId: 7, keyId: 1 } : null));
+  const acceptObject = (data: unknown) =>
+    typeof data === 'object' && data !== null && !Array.isArray(data)
+      ? ({ ok: true, value: data } as const)
+      : ({ ok: false, errors: [{ field: '', message: 'must be an object' }] } as const);
+  router.post('/echo', auth, jsonBody(acceptObject, 64), (ctx) => sendJson(ctx, 200, { got: ctx.state.body, app: ctx.state.applicationId }));
+  router.get('/boom', () => {
+    throw new Error('secret internals');
+  });
+  router.get('/missing', () => {
+    throw new NotFound('No such thing.');
+  });
+  const app = createHttpApp({ logger, routers: [healthRouter({ ok: async () => 1, down: async () => Promise.reject(new Error('x')) }), router] });
+  server = await listen(app, '127.0.0.1', 0);
+  url = `http://127.0.0.1:${server.port}`;
+});
+
+afterAll(() => server.close());
+
+const post = (body: string | ReadableStream<Uint8Array>, headers: Record<string, string> = { 'x-api-key': 'good-key' }) =>
+  fetch(`${url}/echo`, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+
+describe('koa app factory', () => {
+  it('parses JSON whatever the Content-Type says', async () => {
+    const res = await post('{"a":1}', { 'x-api-key': 'good-key', 'content-type': 'text/plain' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ got: { a: 1 }, app: 7 });
+  });
+
+  it('answers malformed JSON with a validation problem on the whole body', async () => {
+    const res = await post('{"a":');
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    const body = await res.json();
+    expect(body).toMatchObject({ code: 'validation_failed', status: 400, instance: '/echo', errors: [{ field: '' }] });
+    expect(body.type).toBe('urn:problem-type:pipeline-orchestration:validation_failed');
+  });
+
+  it('refuses a body over the limit by its Content-Length with 413', async () => {
+    const res = await post(JSON.stringify({ pad: 'x'.repeat(100) }));
+    expect(res.status).toBe(413);
+    expect((await res.json()).code).toBe('payload_too_large');
+  });
+
+  it('refuses a chunked body the moment it passes the limit', async () => {
+    const chunk = new TextEncoder().encode('{"pad":"' + 'x'.repeat(40));
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(chunk);
+        controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const res = await post(stream);
+    expect(res.status).toBe(413);
+  });
+
+  it('checks credentials before the body size (addendum §3 order)', async () => {
+    const res = await post(JSON.stringify({ pad: 'x'.repeat(100) }), {});
+    expect(res.status).toBe(401);
+    expect((await res.json()).code).toBe('unauthorized');
+    expect((await post('{}', { 'x-api-key': 'bad' })).status).toBe(401);
+  });
+
+  it('answers an unknown route, and a known path with another method, with a 404 problem', async () => {
+    for (const res of [await fetch(`${url}/nowhere`), await fetch(`${url}/echo`)]) {
+      expect(res.status).toBe(404);
+      expect((await res.json()).code).toBe('not_found');
+    }
+  });
+
+  it('maps domain errors by code', async () => {
+    const res = await fetch(`${url}/missing`);
+    expect(res.status).toBe(404);
+    expect((await res.json()).detail).toBe('No such thing.');
+  });
+
+  it('answers an unexpected error with 500, an error id and no internals, and logs the cause', async () => {
+    const res = await fetch(`${url}/boom`);
+    expect(res.status).toBe(500);
+    const body = await res.json();
+    expect(body.code).toBe('internal');
+    expect(JSON.stringify(body)).not.toContain('secret internals');
+    const errorId = /reference ([\da-f-]+)/.exec(body.detail)?.[1];
+    expect(errorId).toBeDefined();
+    expect(lines.some((l) => l.includes(errorId!) && l.includes('secret internals'))).toBe(true);
+  });
+
+  it('uses the trace id of an incoming traceparent as the problem traceId', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await fetch(`${url}/nowhere`, { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
+    expect((await res.json()).traceId).toBe(traceId);
+    const generated = (await (await fetch(`${url}/nowhere`)).json()).traceId;
+    expect(generated).toMatch(/^[\da-f]{32}$/);
+    expect(generated).not.toBe(traceId);
+  });
+
+  it('reports readiness per dependency: 503 when one is down', async () => {
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const res = await fetch(`${url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ status: 'not_ready', checks: { ok: 'ok', down: 'unavailable' } });
+  });
+
+  it('never writes the API key header to the access log', async () => {
+    await post('{}', { 'x-api-key': 'good-key' });
+    expect(lines.join('\n')).not.toContain('good-key');
+  });
+});

@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findEnabledApiKeyIgnoringExpiry, findValidApiKey } from '@po/db';
+import { hashSecret } from '@po/http';
+import { createTestDatabase, type TestDatabase } from '@po/testing';
+import { UsageError, runAdmin } from './commands.js';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(() => database.drop());
+
+describe('admin command (addendum §2)', () => {
+  it('apps create prints the application and a pos_ key of 43 base64url characters, stored only as its hash', async () => {
+    const out = (await runAdmin(database.db, ['apps', 'create', '--name', 'billing'])) as Record<string, unknown>;
+    expect(out).toEqual({ applicationId: expect.any(Number), name: 'billing', apiKey: expect.stringMatching(/^pos_[A-Za-z0-9_-]{43}$/), keyId: expect.any(Number) });
+    const row = await database.db.apiKey.findUniqueOrThrow({ where: { id: out.keyId as number } });
+    expect(row.keyHash).toBe(hashSecret(out.apiKey as string));
+    expect(JSON.stringify(row)).not.toContain(out.apiKey as string);
+  });
+
+  it('apps keys create adds a key to an existing application, with an optional expiry', async () => {
+    const app = await runAdmin(database.db, ['apps', 'create', '--name', 'ops']);
+    const key = await runAdmin(database.db, ['apps', 'keys', 'create', '--app', String(app.applicationId), '--expires-at', '2030-01-01T00:00:00+01:00']);
+    expect(key).toEqual({ keyId: expect.any(Number), applicationId: app.applicationId, apiKey: expect.stringMatching(/^pos_/), expiresAt: '2029-12-31T23:00:00.000Z' });
+    expect(await findValidApiKey(database.db, hashSecret(key.apiKey as string), new Date('2029-06-01T00:00:00Z'))).toEqual({ applicationId: app.applicationId, keyId: key.keyId });
+    // expired: invalid for the API, still matched by POST /logs, which ignores expiry
+    expect(await findValidApiKey(database.db, hashSecret(key.apiKey as string), new Date('2031-01-01T00:00:00Z'))).toBeNull();
+    expect(await findEnabledApiKeyIgnoringExpiry(database.db, hashSecret(key.apiKey as string))).not.toBeNull();
+  });
+
+  it('apps keys disable makes the key invalid everywhere', async () => {
+    const app = await runAdmin(database.db, ['apps', 'create', '--name', 'temp']);
+    expect(await runAdmin(database.db, ['apps', 'keys', 'disable', '--key-id', String(app.keyId)])).toEqual({ keyId: app.keyId, disabled: true });
+    const hash = hashSecret(app.apiKey as string);
+    expect(await findValidApiKey(database.db, hash, new Date())).toBeNull();
+    expect(await findEnabledApiKeyIgnoringExpiry(database.db, hash)).toBeNull();
+  });
+
+  it('refuses bad usage with a message', async () => {
+    await expect(runAdmin(database.db, ['apps', 'create'])).rejects.toBeInstanceOf(UsageError);
+    await expect(runAdmin(database.db, ['apps', 'keys', 'create', '--app', '999999'])).rejects.toThrow(/does not exist/);
+    await expect(runAdmin(database.db, ['apps', 'keys', 'create', '--app', '1', '--expires-at', '2030-01-01T00:00:00'])).rejects.toThrow(/offset/);
+    await expect(runAdmin(database.db, ['apps', 'keys', 'disable', '--key-id', 'x'])).rejects.toThrow(/positive integer/);
+    await expect(runAdmin(database.db, ['nope'])).rejects.toThrow(/usage/);
+  });
+});
