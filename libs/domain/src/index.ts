@@ -6,3 +6,4 @@ export * from './pipeline-definition.js';
 export * from './ids.js';
 export * from './redaction.js';
 export * from './approval.js';
+export * from './execution/index.js';

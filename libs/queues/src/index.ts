@@ -1,6 +1,7 @@
 export { createRedis, pingRedis } from './connection.js';
 export {
   PIPELINE_EVENTS_QUEUE,
+  PIPELINE_EVENT_TYPES,
   createPipelineEventsConsumer,
   createPipelineEventsProducer,
   pipelineEventSchema,
@@ -8,3 +9,20 @@ export {
   type PipelineEventType,
   type PipelineEventsProducer,
 } from './pipeline-events.js';
+export {
+  StageNextFetcher,
+  createStageNextPublisher,
+  stageNextWakeChannel,
+  type FetchedMessage,
+  type StageNextFetcherOptions,
+  type StageNextMessage,
+  type StageNextPublisher,
+} from './stage-next.js';
+export {
+  STAGE_RESULTS_QUEUE,
+  createStageResultsConsumer,
+  createStageResultsProducer,
+  stageResultMessageSchema,
+  type StageResultMessage,
+  type StageResultsProducer,
+} from './stage-results.js';

@@ -5,7 +5,17 @@ import { compile } from '@po/contracts';
 /** Announcements of state changes that can make a stage ready; consumed by pipeline-service. */
 export const PIPELINE_EVENTS_QUEUE = 'pipeline-events';
 
-export type PipelineEventType = 'pipeline.created' | 'pipeline.cancelled' | 'stages.appended' | 'stage.resumed';
+export const PIPELINE_EVENT_TYPES = [
+  'pipeline.created',
+  'pipeline.cancelled',
+  'stages.appended',
+  'stage.resumed',
+  /** result-consumer applied a result (or the sweeper ended an execution). */
+  'result.applied',
+  /** a delayed wake-up, e.g. when a retry falls due. */
+  'pipeline.wake',
+] as const;
+export type PipelineEventType = (typeof PIPELINE_EVENT_TYPES)[number];
 
 export interface PipelineEvent {
   type: PipelineEventType;
@@ -22,7 +32,7 @@ export const pipelineEventSchema = {
   type: 'object',
   required: ['type', 'applicationId', 'pipelineId', 'at'],
   properties: {
-    type: { enum: ['pipeline.created', 'pipeline.cancelled', 'stages.appended', 'stage.resumed'] },
+    type: { enum: PIPELINE_EVENT_TYPES },
     applicationId: { type: 'integer', minimum: 1 },
     pipelineId: { type: 'integer', minimum: 1 },
     stageIds: { type: 'array', items: { type: 'integer', minimum: 1 } },
@@ -42,6 +52,8 @@ const JOB_OPTIONS = {
 
 export interface PipelineEventsProducer {
   publish(event: Omit<PipelineEvent, 'at'>): Promise<void>;
+  /** Publishes after `delayMs`; one pending wake-up per pipeline and due time. */
+  publishDelayed(event: Omit<PipelineEvent, 'at'>, delayMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -51,6 +63,11 @@ export function createPipelineEventsProducer(connection: Redis, prefix: string):
     async publish(event) {
       const payload: PipelineEvent = { ...event, at: new Date().toISOString() };
       await queue.add(event.type, payload);
+    },
+    async publishDelayed(event, delayMs) {
+      const payload: PipelineEvent = { ...event, at: new Date().toISOString() };
+      const due = Date.now() + Math.max(0, delayMs);
+      await queue.add(event.type, payload, { delay: Math.max(0, delayMs), jobId: `wake-${event.pipelineId}-${due}` });
     },
     close: () => queue.close(),
   };

@@ -4,3 +4,4 @@ export * from './idempotency-keys.js';
 export * from './stages.js';
 export * from './context-items.js';
 export * from './system-logs.js';
+export * from './dispatch.js';

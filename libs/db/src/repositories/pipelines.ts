@@ -5,8 +5,11 @@ import type { Prisma } from '../generated/prisma/client.js';
 
 const json = (value: unknown): Prisma.InputJsonValue => value as Prisma.InputJsonValue;
 
-/** Inserts a pipeline with its stages, context and keywords; call inside a transaction. */
-export async function insertPipeline(tx: DbOrTx, p: NewPipeline): Promise<number> {
+/**
+ * Inserts a pipeline with its stages, context and keywords, due for its first dispatcher pass;
+ * call inside a transaction.
+ */
+export async function insertPipeline(tx: DbOrTx, p: NewPipeline, now: Date): Promise<number> {
   const pipeline = await tx.pipeline.create({
     data: {
       applicationId: p.applicationId,
@@ -15,6 +18,8 @@ export async function insertPipeline(tx: DbOrTx, p: NewPipeline): Promise<number
       policies: p.policies === null ? undefined : json(p.policies),
       idempotencyKey: p.idempotencyKey,
       scheduleId: p.scheduleId === null ? null : BigInt(p.scheduleId),
+      createdAt: now,
+      dispatchRequestedAt: now,
     },
     select: { id: true },
   });

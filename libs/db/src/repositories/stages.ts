@@ -6,13 +6,14 @@ const UNFINISHED: StageStatus[] = ['NotStarted', 'Running', 'Pending', 'RetrySch
 /** Cancels every unfinished stage of a pipeline and ends their executions (addendum §6). */
 export async function cancelUnfinishedStages(tx: DbOrTx, pipelineId: number, now: Date): Promise<void> {
   const pid = BigInt(pipelineId);
-  await tx.stageExecution.updateMany({
-    where: { endedAt: null, stage: { pipelineId: pid } },
-    data: { endedAt: now, endReason: 'cancelled' },
-  });
+  // Lock order everywhere: pipeline, then stage, then execution (lease and result paths agree).
   await tx.stage.updateMany({
     where: { pipelineId: pid, status: { in: UNFINISHED } },
     data: { status: 'Cancelled', finishedAt: now },
+  });
+  await tx.stageExecution.updateMany({
+    where: { endedAt: null, stage: { pipelineId: pid } },
+    data: { endedAt: now, endReason: 'cancelled' },
   });
 }
 
@@ -39,6 +40,12 @@ export interface LockedStage {
   status: StageStatus;
   approved: boolean | null;
   failureCount: number;
+}
+
+/** The pipeline of a stage, read without a lock: callers lock the pipeline before the stage. */
+export async function pipelineOfStage(tx: DbOrTx, stageId: number): Promise<number | null> {
+  const row = await tx.stage.findUnique({ where: { id: BigInt(stageId) }, select: { pipelineId: true } });
+  return row ? Number(row.pipelineId) : null;
 }
 
 export async function lockStage(tx: DbOrTx, stageId: number): Promise<LockedStage | null> {

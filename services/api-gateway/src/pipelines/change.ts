@@ -14,6 +14,7 @@ import {
   loadPipeline,
   lockPipeline,
   markPipelineCancelled,
+  requestDispatch,
   stageNamesOf,
   stagesFromPosition,
   type DbOrTx,
@@ -78,13 +79,14 @@ export async function appendStages(
     if (errors.length > 0) throw new ValidationFailed(errors);
     if (isTerminalPipeline(pipeline.status)) throw new PipelineTerminal(pipelineId, pipeline.status);
     await insertStages(tx, BigInt(pipelineId), applicationId, names.length, stages);
+    await requestDispatch(tx, pipelineId, deps.clock());
     return stagesFromPosition(tx, pipelineId, names.length);
   });
   await announce(deps, {
     type: 'stages.appended',
     applicationId,
     pipelineId,
-    stageIds: appended.map((s) => Number(s.id)),
+    stageIds: [],
   });
   return appended.map((s, i) => stageDto(s, appended[i + 1] ?? null));
 }

@@ -29,7 +29,7 @@ export async function createLegacyPipeline(
   definition: PipelineDefinitionInput,
 ): Promise<PipelineResponse> {
   const pipeline = plan(definition, { applicationId });
-  const id = await deps.db.$transaction((tx) => insertPipeline(tx, pipeline));
+  const id = await deps.db.$transaction((tx) => insertPipeline(tx, pipeline, deps.clock()));
   await announce(deps, { type: 'pipeline.created', applicationId, pipelineId: id });
   return respond(deps, id, false);
 }
@@ -63,7 +63,7 @@ export async function createIdempotentPipeline(
   if (existing) return resolveExisting(existing);
   try {
     const id = await deps.db.$transaction(async (tx) => {
-      const pipelineId = await insertPipeline(tx, pipeline);
+      const pipelineId = await insertPipeline(tx, pipeline, deps.clock());
       await bindIdempotencyKey(tx, { applicationId, key, pipelineId, intentHash });
       return pipelineId;
     });

@@ -6,7 +6,7 @@ import {
   redactSecrets,
   rejectionLogMessage,
 } from '@po/domain';
-import { lockStage, recordApprovalDecision, sensitiveValues } from '@po/db';
+import { lockPipeline, lockStage, pipelineOfStage, recordApprovalDecision, requestDispatch, sensitiveValues } from '@po/db';
 import { announce, type Deps } from '../deps.js';
 
 /** POST /stages/{id}/resume: records the approval decision of a WaitingForApproval stage. */
@@ -17,6 +17,9 @@ export async function resumeStage(
   input: { approved: boolean; rejectionReason?: string },
 ): Promise<void> {
   const outcome = await deps.db.$transaction(async (tx) => {
+    // Lock order: pipeline, then stage (the dispatcher and the result consumer agree).
+    const pipelineId = await pipelineOfStage(tx, stageId);
+    if (pipelineId !== null) await lockPipeline(tx, pipelineId);
     const stage = await lockStage(tx, stageId);
     if (!stage || stage.applicationId !== applicationId) throw new NotFound(`Stage ${stageId} not found.`);
     const decision = decideResume(stage, input.approved);
@@ -31,8 +34,10 @@ export async function resumeStage(
         const rejectionReason = input.rejectionReason ?? null;
         const rejectionLog = input.approved
           ? null
-          : redactSecrets(rejectionLogMessage(rejectionReason), await sensitiveValues(tx, stage.pipelineId));
-        await recordApprovalDecision(tx, stage, { approved: input.approved, rejectionReason, now: deps.clock(), rejectionLog });
+          : rejectionLogMessage(rejectionReason);
+        const now = deps.clock();
+        await recordApprovalDecision(tx, stage, { approved: input.approved, rejectionReason, now, rejectionLog });
+        await requestDispatch(tx, stage.pipelineId, now);
         return stage;
       }
     }

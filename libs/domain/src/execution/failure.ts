@@ -1,0 +1,67 @@
+import type { FailureInput, RetryPolicy } from './retry.js';
+import { isRetryEligible, retryDelayMs } from './retry.js';
+
+export interface StageCounters {
+  retryAttempt: number;
+  failureCount: number;
+}
+
+export interface FailureOutcome {
+  status: 'RetryScheduled' | 'Failed';
+  /** k when retried, else unchanged. */
+  retryAttempt: number;
+  /** + 1. */
+  failureCount: number;
+  /** The failure's code (null when the result had none). */
+  lastErrorCode: string | null;
+  /** now. */
+  lastFailedAt: Date;
+  failureDisposition: 'retryable' | 'terminal';
+  /** lastFailedAt + delay (ms precision) when retried. */
+  nextRetryAt: Date | null;
+  /** now when Failed, else null. */
+  finishedAt: Date | null;
+}
+
+/** The largest time a Date can hold (ECMAScript: ±8.64e15 ms). */
+const MAX_DATE_MS = 8.64e15;
+
+/**
+ * §7 + §10: applies a failure (a failure result, LEASE_EXPIRED or TIMEOUT) to a Running stage.
+ * Eligible → RetryScheduled with retryAttempt k = n + 1 and nextRetryAt = now + delay; otherwise
+ * Failed with finishedAt = now. Either way failureCount + 1, lastErrorCode, lastFailedAt = now.
+ */
+export function applyFailure(
+  policy: RetryPolicy,
+  counters: StageCounters,
+  failure: FailureInput,
+  now: Date,
+  random: () => number,
+): FailureOutcome {
+  const at = now.getTime();
+  const common = {
+    failureCount: counters.failureCount + 1,
+    lastErrorCode: failure.errorCode,
+    lastFailedAt: new Date(at),
+  };
+  if (isRetryEligible(policy, counters.retryAttempt, failure)) {
+    const k = counters.retryAttempt + 1;
+    const delay = retryDelayMs(policy, k, random);
+    return {
+      ...common,
+      status: 'RetryScheduled',
+      retryAttempt: k,
+      failureDisposition: 'retryable',
+      nextRetryAt: new Date(Math.min(at + delay, MAX_DATE_MS)),
+      finishedAt: null,
+    };
+  }
+  return {
+    ...common,
+    status: 'Failed',
+    retryAttempt: counters.retryAttempt,
+    failureDisposition: 'terminal',
+    nextRetryAt: null,
+    finishedAt: new Date(at),
+  };
+}
