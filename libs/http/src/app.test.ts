@@ -136,3 +136,24 @@ describe('koa app factory', () => {
     expect(lines.join('\n')).not.toContain('good-key');
   });
 });
+
+describe('empty responses (addendum §1)', () => {
+  it('a 200 "empty" response has no body, Content-Length 0 and keeps status 200; a 204 has no body', async () => {
+    const { sendEmpty } = await import('./respond.js');
+    const router = createRouter();
+    router.post('/empty200', (ctx) => sendEmpty(ctx, 200));
+    router.post('/empty204', (ctx) => sendEmpty(ctx, 204));
+    const s = await listen(createHttpApp({ logger, routers: [router] }), '127.0.0.1', 0);
+    try {
+      const ok = await fetch(`http://127.0.0.1:${s.port}/empty200`, { method: 'POST' });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('content-length')).toBe('0');
+      expect(await ok.text()).toBe('');
+      const none = await fetch(`http://127.0.0.1:${s.port}/empty204`, { method: 'POST' });
+      expect(none.status).toBe(204);
+      expect(await none.text()).toBe('');
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -6,9 +6,17 @@ export function sendJson(ctx: Context, status: number, body: unknown): void {
   ctx.body = JSON.stringify(body);
 }
 
-/** An "empty" response of the spec: no body and Content-Length: 0 (addendum §1). */
+/**
+ * An "empty" response of the spec: no body, and Content-Length: 0 on a 200 (addendum §1). Koa turns
+ * a null body into 204, so a 200 gets an empty string without a Content-Type.
+ */
 export function sendEmpty(ctx: Context, status: 200 | 204): void {
-  ctx.status = status;
-  ctx.body = null;
-  if (status === 200) ctx.length = 0;
+  if (status === 204) {
+    ctx.status = 204;
+    ctx.body = null;
+    return;
+  }
+  ctx.status = 200;
+  ctx.body = '';
+  ctx.remove('Content-Type');
 }

@@ -1,29 +1,44 @@
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
-import { createPipelineEventsConsumer, createRedis, pingRedis } from '@po/queues';
+import { createPipelineEventsConsumer, createPipelineEventsProducer, createRedis, createStageNextPublisher, pingRedis } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
+import type { DispatcherDeps } from './dispatcher/deps.js';
+import { startSweeper } from './dispatcher/sweeper.js';
 import { createEventHandler } from './events/handle-event.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'pipeline-service', level: config.logLevel });
-const db = createDb(config.databaseUrl);
-const redis = createRedis(config.redisUrl, 'worker');
+const db = createDb(config.databaseUrl, { max: config.eventConcurrency + 4 });
+const consumerRedis = createRedis(config.redisUrl, 'worker');
+const producerRedis = createRedis(config.redisUrl, 'producer');
 
-const consumer = createPipelineEventsConsumer(redis, config.queuePrefix, createEventHandler(logger), {
+const deps: DispatcherDeps = {
+  db,
+  publisher: createStageNextPublisher(producerRedis, config.queuePrefix),
+  events: createPipelineEventsProducer(producerRedis, config.queuePrefix),
+  logger,
+  clock: () => new Date(),
+  random: Math.random,
+  maxActiveStages: config.maxActiveStages,
+};
+const consumer = createPipelineEventsConsumer(consumerRedis, config.queuePrefix, createEventHandler(deps), {
   concurrency: config.eventConcurrency,
 });
 consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'pipeline event failed'));
+const sweeper = startSweeper(deps, { intervalMs: config.sweepIntervalMs, eventGraceMs: 1000 });
 
-const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
+const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
 logger.info({ port: server.port }, 'pipeline-service listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['event consumer', () => consumer.close()],
-  ['redis', async () => void (await redis.quit())],
+  ['sweeper', () => sweeper.stop()],
+  ['producers', async () => Promise.all([deps.publisher.close(), deps.events.close()])],
+  ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
 ]);

@@ -1,22 +1,38 @@
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
-import { createRedis, pingRedis } from '@po/queues';
+import { createPipelineEventsProducer, createRedis, createStageResultsConsumer, pingRedis } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
+import { applyResult, type ConsumerDeps } from './consumer/apply-result.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'result-consumer', level: config.logLevel });
-const db = createDb(config.databaseUrl);
-const redis = createRedis(config.redisUrl, 'worker');
+const db = createDb(config.databaseUrl, { max: config.concurrency + 2 });
+const consumerRedis = createRedis(config.redisUrl, 'worker');
+const producerRedis = createRedis(config.redisUrl, 'producer');
 
-const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
+const deps: ConsumerDeps = {
+  db,
+  events: createPipelineEventsProducer(producerRedis, config.queuePrefix),
+  logger,
+  clock: () => new Date(),
+  random: Math.random,
+};
+const consumer = createStageResultsConsumer(consumerRedis, config.queuePrefix, async (message) => void (await applyResult(deps, message)), {
+  concurrency: config.concurrency,
+});
+consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'result application failed; BullMQ retries it'));
+
+const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
 logger.info({ port: server.port }, 'result-consumer listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
-  ['redis', async () => void (await redis.quit())],
+  ['result consumer', () => consumer.close()],
+  ['event producer', () => deps.events.close()],
+  ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
 ]);

@@ -1,7 +1,20 @@
-import { createHttpApp, healthRouter, type ReadinessCheck } from '@po/http';
-import type { Logger } from '@po/telemetry';
+import { findValidApiKey } from '@po/db';
+import { createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck } from '@po/http';
+import type { Deliveries } from './deliveries/deliveries.js';
+import type { Deps } from './deps.js';
+import { jobRoutes } from './http/jobs/routes.js';
+import { stageRoutes } from './http/stages/routes.js';
+import { workerRoutes } from './http/workers/routes.js';
 
-/** Health endpoints only, until this service's own issue lands. */
-export function buildApp(logger: Logger, readiness: Record<string, ReadinessCheck>) {
-  return createHttpApp({ logger, routers: [healthRouter(readiness)] });
+export function buildApp(deps: Deps, deliveries: Deliveries, readiness: Record<string, ReadinessCheck>) {
+  const resolveKey: ApiKeyResolver = (hash) => findValidApiKey(deps.db, hash, deps.clock());
+  return createHttpApp({
+    logger: deps.logger,
+    routers: [
+      healthRouter(readiness),
+      workerRoutes(deps, resolveKey),
+      jobRoutes(deliveries, resolveKey, deps.config.maxBodyBytes),
+      stageRoutes(deps, resolveKey),
+    ],
+  });
 }

@@ -1,22 +1,39 @@
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
-import { createRedis, pingRedis } from '@po/queues';
+import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
+import { Deliveries } from './deliveries/deliveries.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'worker-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl);
-const redis = createRedis(config.redisUrl, 'worker');
+const db = createDb(config.databaseUrl, { max: 20 });
+const producerRedis = createRedis(config.redisUrl, 'producer');
+const fetchRedis = createRedis(config.redisUrl, 'worker');
+const wakeRedis = createRedis(config.redisUrl, 'worker');
 
-const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
+const fetcher = new StageNextFetcher(fetchRedis, config.queuePrefix, {
+  visibilityTimeoutMs: config.visibilityTimeoutMs,
+  stalledIntervalMs: Math.min(30_000, Math.max(1000, Math.floor(config.visibilityTimeoutMs / 2))),
+});
+const deliveries = new Deliveries(fetcher, config, logger);
+deliveries.startSweeping();
+await wakeRedis.subscribe(stageNextWakeChannel(config.queuePrefix));
+wakeRedis.on('message', (_channel: string, queue: string) => deliveries.wake(queue));
+
+const deps = { db, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
+const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
 logger.info({ port: server.port }, 'worker-gateway listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
+  ['waiting pulls', async () => deliveries.stopWaiting()],
   ['http server', () => server.close()],
-  ['redis', async () => void (await redis.quit())],
+  ['held deliveries', () => deliveries.releaseAll()],
+  ['fetchers', () => fetcher.close()],
+  ['result producer', () => deps.results.close()],
+  ['redis', async () => Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()])],
   ['postgres', () => db.$disconnect()],
 ]);

@@ -101,15 +101,23 @@ export async function startExecutions(
   }
 }
 
-/** Ends a pass: status, first-pass flag, and the next time a pass is due (a future retry), if any. */
+/**
+ * Ends a pass: status, first-pass flag, and the next time a pass is due (a future retry), if any.
+ * `finishedAt` undefined leaves it as it is.
+ */
 export async function finishDispatchPass(
   tx: DbOrTx,
   pipelineId: number,
-  update: { status: PipelineStatus; finishedAt: Date | null; nextPassAt: Date | null },
+  update: { status: PipelineStatus; finishedAt?: Date | null; nextPassAt: Date | null },
 ): Promise<void> {
   await tx.pipeline.update({
     where: { id: BigInt(pipelineId) },
-    data: { status: update.status, dispatched: true, finishedAt: update.finishedAt, dispatchRequestedAt: update.nextPassAt },
+    data: {
+      status: update.status,
+      dispatched: true,
+      dispatchRequestedAt: update.nextPassAt,
+      ...(update.finishedAt === undefined ? {} : { finishedAt: update.finishedAt }),
+    },
   });
 }
 

@@ -5,3 +5,5 @@ export * from './stages.js';
 export * from './context-items.js';
 export * from './system-logs.js';
 export * from './dispatch.js';
+export * from './executions.js';
+export * from './workers.js';

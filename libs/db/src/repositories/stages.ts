@@ -101,3 +101,19 @@ export async function recordApprovalDecision(
     });
   }
 }
+
+/** Applied result that completes or parks a stage (addendum §7): output, and finishedAt when Completed. */
+export async function recordStageOutcome(
+  tx: DbOrTx,
+  stageId: number,
+  outcome: { status: 'Completed' | 'WaitingForApproval'; output: string | null; now: Date },
+): Promise<void> {
+  await tx.stage.update({
+    where: { id: BigInt(stageId) },
+    data: { status: outcome.status, output: outcome.output, ...(outcome.status === 'Completed' ? { finishedAt: outcome.now } : {}) },
+  });
+}
+
+export async function setStageOutput(tx: DbOrTx, stageId: number, output: string | null): Promise<void> {
+  await tx.stage.update({ where: { id: BigInt(stageId) }, data: { output } });
+}

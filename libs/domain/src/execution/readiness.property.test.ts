@@ -16,10 +16,10 @@ const stageShape = fc.record({
   idGap: fc.integer({ min: 1, max: 3 }),
 });
 
-/** Pipelines of 1..12 stages whose ids increase with position (§6). */
-const pipelines = fc.array(stageShape, { minLength: 1, maxLength: 12 }).map((shapes) => {
+/** Pipelines of 1..12 stages whose ids increase with position (§6), given in any order. */
+const pipelines = fc.array(stageShape, { minLength: 1, maxLength: 12 }).chain((shapes) => {
   let id = 0;
-  return shapes.map((s, position): StageNode => {
+  const stages = shapes.map((s, position): StageNode => {
     id += s.idGap;
     return {
       id,
@@ -31,6 +31,7 @@ const pipelines = fc.array(stageShape, { minLength: 1, maxLength: 12 }).map((sha
       nextRetryAt: s.retryOffsetMs === null ? null : new Date(NOW.getTime() + s.retryOffsetMs),
     };
   });
+  return fc.shuffledSubarray(stages, { minLength: stages.length });
 });
 const slotsArb = fc.option(fc.integer({ min: 0, max: 5 }), { nil: null });
 
@@ -68,6 +69,7 @@ describe('planDispatch properties (addendum §7, §9)', () => {
         const plan = planDispatch(stages, NOW, slots);
         const after = withStatus(stages, plan.skip, 'Skipped');
         const candidates = after.filter((s) => isCandidate(after, s)).map((s) => s.id);
+        for (const list of [plan.skip, plan.dispatch, plan.throttle]) expect(list).toEqual([...list].sort((x, y) => x - y));
         if (slots !== null) expect(plan.dispatch.length).toBeLessThanOrEqual(slots);
         expect(plan.dispatch.length).toBe(slots === null ? candidates.length : Math.min(slots, candidates.length));
         const left = candidates.filter((id) => !plan.dispatch.includes(id));

@@ -235,6 +235,17 @@ describe('planDispatch (addendum §7, §9)', () => {
     expect(planDispatch(s, NOW, -3)).toEqual({ skip: [20], dispatch: [], throttle: [30] });
   });
 
+  it('a negative slot count (cap lowered below the active count) dispatches nothing', () => {
+    const s = pipeline(['root', 'Completed'], ['a', 'NotStarted', { dependsOn: ['root'] }], ['b', 'NotStarted', { dependsOn: ['root'] }], ['c', 'Throttled', { dependsOn: ['root'] }]);
+    expect(planDispatch(s, NOW, -1)).toEqual({ skip: [], dispatch: [], throttle: [20, 30] });
+  });
+
+  it('oldest stage id first whatever order the stages are given in; lists are in ascending id order', () => {
+    const s = pipeline(['root', 'Completed'], ['a', 'NotStarted', { dependsOn: ['root'] }], ['b', 'NotStarted', { dependsOn: ['root'] }], ['c', 'NotStarted', { dependsOn: ['root'] }]).reverse();
+    expect(planDispatch(s, NOW, 1)).toEqual({ skip: [], dispatch: [20], throttle: [30, 40] });
+    expect(planDispatch(s, NOW, null)).toEqual({ skip: [], dispatch: [20, 30, 40], throttle: [] });
+  });
+
   it('stages that are Pending, Running, WaitingForApproval or terminal are left alone', () => {
     const s = pipeline(['a', 'Pending'], ['b', 'Running', { dependsOn: [] }], ['c', 'WaitingForApproval', { dependsOn: [] }]);
     expect(planDispatch(s, NOW, null)).toEqual({ skip: [], dispatch: [], throttle: [] });

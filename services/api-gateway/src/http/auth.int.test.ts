@@ -21,16 +21,41 @@ beforeAll(async () => {
   expect(created.status, created.text).toBe(201);
   pipelineId = created.body.pipeline.id;
   stageId = created.body.pipeline.stages[0].id;
-  await gw.db.stage.update({ where: { id: BigInt(stageId) }, data: { status: 'WaitingForApproval' } });
+  await gw.db.stage.update({
+    where: { id: BigInt(stageId) },
+    data: { status: 'WaitingForApproval' },
+  });
 
-  const disabled = (await runAdmin(gw.db, ['apps', 'keys', 'create', '--app', String(gw.appA.id)])) as { apiKey: string; keyId: number };
+  const disabled = (await runAdmin(gw.db, [
+    'apps',
+    'keys',
+    'create',
+    '--app',
+    String(gw.appA.id),
+  ])) as { apiKey: string; keyId: number };
   // The key works before it is disabled.
-  expect((await gw.call('GET', `/pipelines/${pipelineId}`, { key: disabled.apiKey })).status).toBe(200);
-  const out = await runAdmin(gw.db, ['apps', 'keys', 'disable', '--key-id', String(disabled.keyId)]);
+  expect((await gw.call('GET', `/pipelines/${pipelineId}`, { key: disabled.apiKey })).status).toBe(
+    200,
+  );
+  const out = await runAdmin(gw.db, [
+    'apps',
+    'keys',
+    'disable',
+    '--key-id',
+    String(disabled.keyId),
+  ]);
   expect(out).toEqual({ keyId: disabled.keyId, disabled: true });
   disabledKey = disabled.apiKey;
 
-  const expired = (await runAdmin(gw.db, ['apps', 'keys', 'create', '--app', String(gw.appA.id), '--expires-at', new Date(Date.now() - 1000).toISOString()])) as {
+  const expired = (await runAdmin(gw.db, [
+    'apps',
+    'keys',
+    'create',
+    '--app',
+    String(gw.appA.id),
+    '--expires-at',
+    new Date(Date.now() - 1000).toISOString(),
+  ])) as {
     apiKey: string;
   };
   expiredKey = expired.apiKey;
@@ -45,24 +70,63 @@ function expectUnauthorized(reply: Reply): void {
   expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({ status: 401, code: 'unauthorized', type: 'urn:problem-type:pipeline-orchestration:unauthorized' });
+  expect(reply.body).toMatchObject({
+    status: 401,
+    code: 'unauthorized',
+    type: 'urn:problem-type:pipeline-orchestration:unauthorized',
+  });
   expect(reply.body.errors).toBeUndefined();
 }
 
 const routes = [
-  { route: 'POST /pipelines/idempotent', send: (key: string | null) => gw.call('POST', '/pipelines/idempotent', { key, json: { idempotencyKey: randomUUID(), name: 'x', stages: [{ stageName: 's', stageHandlerName: 'h' }] } }) },
-  { route: 'POST /pipelines/by-idempotency-key', send: (key: string | null) => gw.call('POST', '/pipelines/by-idempotency-key', { key, json: { idempotencyKey } }) },
-  { route: 'GET /pipelines/{pipelineId}', send: (key: string | null) => gw.call('GET', `/pipelines/${pipelineId}`, { key }) },
-  { route: 'POST /pipelines/{pipelineId}/cancel', send: (key: string | null) => gw.call('POST', `/pipelines/${pipelineId}/cancel`, { key }) },
-  { route: 'POST /pipelines/{pipelineId}/stages', send: (key: string | null) => gw.call('POST', `/pipelines/${pipelineId}/stages`, { key, json: { stages: [{ stageName: 'more', stageHandlerName: 'h' }] } }) },
-  { route: 'POST /stages/{stageId}/resume', send: (key: string | null) => gw.call('POST', `/stages/${stageId}/resume`, { key, json: { approved: true } }) },
+  {
+    route: 'POST /pipelines/idempotent',
+    send: (key: string | null) =>
+      gw.call('POST', '/pipelines/idempotent', {
+        key,
+        json: {
+          idempotencyKey: randomUUID(),
+          name: 'x',
+          stages: [{ stageName: 's', stageHandlerName: 'h' }],
+        },
+      }),
+  },
+  {
+    route: 'POST /pipelines/by-idempotency-key',
+    send: (key: string | null) =>
+      gw.call('POST', '/pipelines/by-idempotency-key', { key, json: { idempotencyKey } }),
+  },
+  {
+    route: 'GET /pipelines/{pipelineId}',
+    send: (key: string | null) => gw.call('GET', `/pipelines/${pipelineId}`, { key }),
+  },
+  {
+    route: 'POST /pipelines/{pipelineId}/cancel',
+    send: (key: string | null) => gw.call('POST', `/pipelines/${pipelineId}/cancel`, { key }),
+  },
+  {
+    route: 'POST /pipelines/{pipelineId}/stages',
+    send: (key: string | null) =>
+      gw.call('POST', `/pipelines/${pipelineId}/stages`, {
+        key,
+        json: { stages: [{ stageName: 'more', stageHandlerName: 'h' }] },
+      }),
+  },
+  {
+    route: 'POST /stages/{stageId}/resume',
+    send: (key: string | null) =>
+      gw.call('POST', `/stages/${stageId}/resume`, { key, json: { approved: true } }),
+  },
 ];
 
 const keys = [
   { which: 'a missing key', key: () => null },
   { which: 'an empty key', key: () => '' },
   { which: 'an unknown key', key: () => `pos_${'A'.repeat(43)}` },
-  { which: "another key's hash as the key", key: () => 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' },
+  {
+    which: "another key's hash as the key",
+    key: () => 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+  },
   { which: 'a disabled key', key: () => disabledKey },
   { which: 'an expired key', key: () => expiredKey },
 ];
@@ -77,7 +141,10 @@ describe('refused requests change nothing', () => {
   it('after every 401 the pipeline is unchanged, its stage still waits and no pipeline was created', async () => {
     for (const { send } of routes) for (const { key } of keys) await send(key());
     const read = await gw.call('GET', `/pipelines/${pipelineId}`);
-    expect(read.body).toMatchObject({ status: 'NotStarted', stageStatuses: ['WaitingForApproval'] });
+    expect(read.body).toMatchObject({
+      status: 'NotStarted',
+      stageStatuses: ['WaitingForApproval'],
+    });
     expect(await gw.db.pipeline.count()).toBe(1);
   });
 

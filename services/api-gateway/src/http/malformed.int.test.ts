@@ -18,34 +18,68 @@ afterAll(async () => {
 });
 
 const problemShape = compile(problemDetailsSchema, { normalise: false });
-function expectProblem(reply: Pick<Reply, 'status' | 'headers' | 'body' | 'text'>, status: number, code: string, fields?: string[]): void {
+function expectProblem(
+  reply: Pick<Reply, 'status' | 'headers' | 'body' | 'text'>,
+  status: number,
+  code: string,
+  fields?: string[],
+): void {
   expect(reply.status, reply.text.slice(0, 500)).toBe(status);
   expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({ status, code, type: `urn:problem-type:pipeline-orchestration:${code}` });
+  expect(reply.body).toMatchObject({
+    status,
+    code,
+    type: `urn:problem-type:pipeline-orchestration:${code}`,
+  });
   if (fields !== undefined) {
-    expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual([...fields].sort());
+    expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual(
+      [...fields].sort(),
+    );
   }
 }
 
-const stage = (extra: Record<string, unknown> = {}) => ({ stageName: 's', stageHandlerName: 'h', ...extra });
-const definition = (extra: Record<string, unknown> = {}) => ({ name: 'malformed', stages: [stage()], ...extra });
+const stage = (extra: Record<string, unknown> = {}) => ({
+  stageName: 's',
+  stageHandlerName: 'h',
+  ...extra,
+});
+const definition = (extra: Record<string, unknown> = {}) => ({
+  name: 'malformed',
+  stages: [stage()],
+  ...extra,
+});
 
 async function legacyPipeline(g: Gateway, key: string): Promise<number> {
-  const reply = await g.call('POST', '/pipelines', { json: { apiKey: key, ...definition() }, key: null });
+  const reply = await g.call('POST', '/pipelines', {
+    json: { apiKey: key, ...definition() },
+    key: null,
+  });
   expect(reply.status, reply.text).toBe(200);
   return reply.body.id as number;
 }
 async function waitingStage(g: Gateway, key: string): Promise<number> {
-  const reply = await g.call('POST', '/pipelines', { json: { apiKey: key, ...definition() }, key: null });
+  const reply = await g.call('POST', '/pipelines', {
+    json: { apiKey: key, ...definition() },
+    key: null,
+  });
   const stageId = reply.body.stages[0].id as number;
-  await g.db.stage.update({ where: { id: BigInt(stageId) }, data: { status: 'WaitingForApproval' } });
+  await g.db.stage.update({
+    where: { id: BigInt(stageId) },
+    data: { status: 'WaitingForApproval' },
+  });
   return stageId;
 }
 
 /** A request whose body is streamed with Transfer-Encoding: chunked (no Content-Length). */
-function streamed(g: Gateway, method: string, path: string, chunks: string[], headers: Record<string, string>): Promise<Reply> {
+function streamed(
+  g: Gateway,
+  method: string,
+  path: string,
+  chunks: string[],
+  headers: Record<string, string>,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(`${g.url}${path}`, { method, headers }, (res) => {
       const parts: Buffer[] = [];
@@ -53,8 +87,9 @@ function streamed(g: Gateway, method: string, path: string, chunks: string[], he
       res.on('end', () => {
         const text = Buffer.concat(parts).toString('utf8');
         const responseHeaders = new Headers();
-        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
-        let body: unknown = null;
+        for (const [name, value] of Object.entries(res.headers))
+          if (typeof value === 'string') responseHeaders.set(name, value);
+        let body: unknown;
         try {
           body = JSON.parse(text);
         } catch {
@@ -64,7 +99,9 @@ function streamed(g: Gateway, method: string, path: string, chunks: string[], he
       });
     });
     // The server may answer (413) before the whole body is sent; a reset after that is not a failure.
-    req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err),
+    );
     for (const chunk of chunks) req.write(chunk);
     req.end();
   });
@@ -73,10 +110,26 @@ function streamed(g: Gateway, method: string, path: string, chunks: string[], he
 describe('bodies that are not JSON objects', () => {
   const routes = [
     { route: 'POST /pipelines', path: () => '/pipelines', key: () => null },
-    { route: 'POST /pipelines/idempotent', path: () => '/pipelines/idempotent', key: () => gw.appA.key },
-    { route: 'POST /pipelines/by-idempotency-key', path: () => '/pipelines/by-idempotency-key', key: () => gw.appA.key },
-    { route: 'POST /pipelines/{id}/stages', path: () => `/pipelines/${appendTarget}/stages`, key: () => gw.appA.key },
-    { route: 'POST /stages/{id}/resume', path: () => `/stages/${resumeTarget}/resume`, key: () => gw.appA.key },
+    {
+      route: 'POST /pipelines/idempotent',
+      path: () => '/pipelines/idempotent',
+      key: () => gw.appA.key,
+    },
+    {
+      route: 'POST /pipelines/by-idempotency-key',
+      path: () => '/pipelines/by-idempotency-key',
+      key: () => gw.appA.key,
+    },
+    {
+      route: 'POST /pipelines/{id}/stages',
+      path: () => `/pipelines/${appendTarget}/stages`,
+      key: () => gw.appA.key,
+    },
+    {
+      route: 'POST /stages/{id}/resume',
+      path: () => `/stages/${resumeTarget}/resume`,
+      key: () => gw.appA.key,
+    },
     { route: 'POST /logs', path: () => '/logs', key: () => null },
   ];
   let appendTarget: number;
@@ -99,16 +152,28 @@ describe('bodies that are not JSON objects', () => {
   ];
 
   for (const { route, path, key } of routes) {
-    it.each(bodies)(`${route}: $what is a 400 validation_failed for the whole body ("")`, async ({ raw }) => {
-      const reply = await gw.call('POST', path(), { raw, key: key(), headers: { 'content-type': 'application/json' } });
-      expectProblem(reply, 400, 'validation_failed', ['']);
-      expect(reply.body.instance).toBe(path());
-    });
+    it.each(bodies)(
+      `${route}: $what is a 400 validation_failed for the whole body ("")`,
+      async ({ raw }) => {
+        const reply = await gw.call('POST', path(), {
+          raw,
+          key: key(),
+          headers: { 'content-type': 'application/json' },
+        });
+        expectProblem(reply, 400, 'validation_failed', ['']);
+        expect(reply.body.instance).toBe(path());
+      },
+    );
   }
 
   it('POST /pipelines/{id}/cancel takes no body: an empty body is fine, a malformed one is a 400, never a 500', async () => {
     const id = await legacyPipeline(gw, gw.appA.key);
-    expectProblem(await gw.call('POST', `/pipelines/${id}/cancel`, { raw: '{oops' }), 400, 'validation_failed', ['']);
+    expectProblem(
+      await gw.call('POST', `/pipelines/${id}/cancel`, { raw: '{oops' }),
+      400,
+      'validation_failed',
+      [''],
+    );
     expect((await gw.call('POST', `/pipelines/${id}/cancel`, { raw: '' })).status).toBe(200);
   });
 });
@@ -116,17 +181,48 @@ describe('bodies that are not JSON objects', () => {
 describe('wrong types for every top-level field', () => {
   it('POST /pipelines/idempotent reports every wrongly typed member at its pointer', async () => {
     const reply = await gw.call('POST', '/pipelines/idempotent', {
-      json: { idempotencyKey: 5, name: 1, traceId: 2, policies: {}, stages: {}, pipelineKeywords: 'k', pipelineContextItems: 5 },
+      json: {
+        idempotencyKey: 5,
+        name: 1,
+        traceId: 2,
+        policies: {},
+        stages: {},
+        pipelineKeywords: 'k',
+        pipelineContextItems: 5,
+      },
     });
-    expectProblem(reply, 400, 'validation_failed', ['/idempotencyKey', '/name', '/traceId', '/policies', '/stages', '/pipelineKeywords', '/pipelineContextItems']);
+    expectProblem(reply, 400, 'validation_failed', [
+      '/idempotencyKey',
+      '/name',
+      '/traceId',
+      '/policies',
+      '/stages',
+      '/pipelineKeywords',
+      '/pipelineContextItems',
+    ]);
   });
 
   it('POST /pipelines (legacy) reports every wrongly typed member of the definition once the key is accepted', async () => {
     const reply = await gw.call('POST', '/pipelines', {
       key: null,
-      json: { apiKey: gw.appA.key, name: false, traceId: [], policies: [1], stages: 'none', pipelineKeywords: {}, pipelineContextItems: [3] },
+      json: {
+        apiKey: gw.appA.key,
+        name: false,
+        traceId: [],
+        policies: [1],
+        stages: 'none',
+        pipelineKeywords: {},
+        pipelineContextItems: [3],
+      },
     });
-    expectProblem(reply, 400, 'validation_failed', ['/name', '/traceId', '/policies/0', '/stages', '/pipelineKeywords', '/pipelineContextItems/0']);
+    expectProblem(reply, 400, 'validation_failed', [
+      '/name',
+      '/traceId',
+      '/policies/0',
+      '/stages',
+      '/pipelineKeywords',
+      '/pipelineContextItems/0',
+    ]);
   });
 
   it.each([
@@ -138,10 +234,18 @@ describe('wrong types for every top-level field', () => {
     { field: 'options', value: [] },
     { field: 'isEvent', value: 'true' },
     { field: 'runNextIfFailed', value: 1 },
-  ])('a StageCreate $field of the wrong type is a 400 at /stages/1/$field', async ({ field, value }) => {
-    const reply = await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...definition({ stages: [stage(), stage({ [field]: value })] }) } });
-    expectProblem(reply, 400, 'validation_failed', [`/stages/1/${field}`]);
-  });
+  ])(
+    'a StageCreate $field of the wrong type is a 400 at /stages/1/$field',
+    async ({ field, value }) => {
+      const reply = await gw.call('POST', '/pipelines/idempotent', {
+        json: {
+          idempotencyKey: randomUUID(),
+          ...definition({ stages: [stage(), stage({ [field]: value })] }),
+        },
+      });
+      expectProblem(reply, 400, 'validation_failed', [`/stages/1/${field}`]);
+    },
+  );
 
   it.each([
     { field: 'runNextIfFailed', value: 'yes' },
@@ -158,20 +262,30 @@ describe('wrong types for every top-level field', () => {
     { field: 'failIfOutputEmpty', value: 1 },
     { field: 'notifyOnFailure', value: {} },
     { field: 'runAsUser', value: 5 },
-  ])('a StageOptions $field of $value is a 400 below /stages/0/options/$field', async ({ field, value }) => {
-    const reply = await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...definition({ stages: [stage({ options: { [field]: value } })] }) } });
-    expect(reply.status, reply.text).toBe(400);
-    const fields = (reply.body.errors as FieldError[]).map((e) => e.field);
-    expect(fields.length).toBeGreaterThan(0);
-    for (const f of fields) expect(f.startsWith(`/stages/0/options/${field}`), f).toBe(true);
-  });
+  ])(
+    'a StageOptions $field of $value is a 400 below /stages/0/options/$field',
+    async ({ field, value }) => {
+      const reply = await gw.call('POST', '/pipelines/idempotent', {
+        json: {
+          idempotencyKey: randomUUID(),
+          ...definition({ stages: [stage({ options: { [field]: value } })] }),
+        },
+      });
+      expect(reply.status, reply.text).toBe(400);
+      const fields = (reply.body.errors as FieldError[]).map((e) => e.field);
+      expect(fields.length).toBeGreaterThan(0);
+      for (const f of fields) expect(f.startsWith(`/stages/0/options/${field}`), f).toBe(true);
+    },
+  );
 
   it('context items and keywords of the wrong types are 400s at their members', async () => {
     const reply = await gw.call('POST', '/pipelines/idempotent', {
       json: {
         idempotencyKey: randomUUID(),
         ...definition({
-          pipelineContextItems: [{ key: 1, value: 2, valueType: 3, isSensitive: 'yes', isDeleted: 0 }],
+          pipelineContextItems: [
+            { key: 1, value: 2, valueType: 3, isSensitive: 'yes', isDeleted: 0 },
+          ],
           pipelineKeywords: [{ key: 1, value: null }, { value: 'v' }],
         }),
       },
@@ -190,38 +304,101 @@ describe('wrong types for every top-level field', () => {
 
   it('POST /pipelines/by-idempotency-key: a non-string idempotencyKey is a 400 at /idempotencyKey', async () => {
     for (const idempotencyKey of [5, true, {}, null]) {
-      expectProblem(await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey } }), 400, 'validation_failed', ['/idempotencyKey']);
+      expectProblem(
+        await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey } }),
+        400,
+        'validation_failed',
+        ['/idempotencyKey'],
+      );
     }
   });
 
   it('POST /pipelines/{id}/stages: wrongly typed members are 400s at their pointers', async () => {
     const id = await legacyPipeline(gw, gw.appA.key);
-    expectProblem(await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: 'x' } }), 400, 'validation_failed', ['/stages']);
-    expectProblem(await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: [5, stage()] } }), 400, 'validation_failed', ['/stages/0']);
+    expectProblem(
+      await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: 'x' } }),
+      400,
+      'validation_failed',
+      ['/stages'],
+    );
+    expectProblem(
+      await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: [5, stage()] } }),
+      400,
+      'validation_failed',
+      ['/stages/0'],
+    );
     const reply = await gw.call('POST', `/pipelines/${id}/stages`, {
-      json: { stages: [stage({ stageId: '1', pipelineId: 1.5, runNextIfCurrentFailed: 'true', isEvent: 0, options: 'o' })] },
+      json: {
+        stages: [
+          stage({
+            stageId: '1',
+            pipelineId: 1.5,
+            runNextIfCurrentFailed: 'true',
+            isEvent: 0,
+            options: 'o',
+          }),
+        ],
+      },
     });
-    expectProblem(reply, 400, 'validation_failed', ['/stages/0/stageId', '/stages/0/pipelineId', '/stages/0/runNextIfCurrentFailed', '/stages/0/isEvent', '/stages/0/options']);
+    expectProblem(reply, 400, 'validation_failed', [
+      '/stages/0/stageId',
+      '/stages/0/pipelineId',
+      '/stages/0/runNextIfCurrentFailed',
+      '/stages/0/isEvent',
+      '/stages/0/options',
+    ]);
     expect(await gw.db.stage.count({ where: { pipelineId: BigInt(id) } })).toBe(1);
   });
 
   it('POST /stages/{id}/resume: wrongly typed members are 400s at their pointers', async () => {
     const stageId = await waitingStage(gw, gw.appA.key);
-    expectProblem(await gw.call('POST', `/stages/${stageId}/resume`, { json: { approved: 'false', rejectionReason: ['r'] } }), 400, 'validation_failed', [
-      '/approved',
-      '/rejectionReason',
-    ]);
+    expectProblem(
+      await gw.call('POST', `/stages/${stageId}/resume`, {
+        json: { approved: 'false', rejectionReason: ['r'] },
+      }),
+      400,
+      'validation_failed',
+      ['/approved', '/rejectionReason'],
+    );
   });
 });
 
 describe('path parameters', () => {
-  it.each(['0', '01', '-1', 'abc', '1.0', '1e3', '0x10', '+1', '%201', '1%20', '%EF%BC%91', '9007199254740992', '%ZZ'])(
+  it.each([
+    '0',
+    '01',
+    '-1',
+    'abc',
+    '1.0',
+    '1e3',
+    '0x10',
+    '+1',
+    '%201',
+    '1%20',
+    '%EF%BC%91',
+    '9007199254740992',
+    '%ZZ',
+  ])(
     '%s as pipelineId (GET, cancel, append) or stageId (resume) is a 400 at that parameter',
     async (id) => {
-      expectProblem(await gw.call('GET', `/pipelines/${id}`), 400, 'validation_failed', ['pipelineId']);
-      expectProblem(await gw.call('POST', `/pipelines/${id}/cancel`), 400, 'validation_failed', ['pipelineId']);
-      expectProblem(await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: [stage()] } }), 400, 'validation_failed', ['pipelineId']);
-      expectProblem(await gw.call('POST', `/stages/${id}/resume`, { json: { approved: true } }), 400, 'validation_failed', ['stageId']);
+      expectProblem(await gw.call('GET', `/pipelines/${id}`), 400, 'validation_failed', [
+        'pipelineId',
+      ]);
+      expectProblem(await gw.call('POST', `/pipelines/${id}/cancel`), 400, 'validation_failed', [
+        'pipelineId',
+      ]);
+      expectProblem(
+        await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: [stage()] } }),
+        400,
+        'validation_failed',
+        ['pipelineId'],
+      );
+      expectProblem(
+        await gw.call('POST', `/stages/${id}/resume`, { json: { approved: true } }),
+        400,
+        'validation_failed',
+        ['stageId'],
+      );
     },
   );
 });
@@ -247,7 +424,9 @@ describe('unknown routes', () => {
 
   it('the problem traceId is the trace-id of an incoming traceparent', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const reply = await gw.call('GET', '/pipelines/abc', { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
+    const reply = await gw.call('GET', '/pipelines/abc', {
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
     expectProblem(reply, 400, 'validation_failed', ['pipelineId']);
     expect(reply.body.traceId).toBe(traceId);
     const generated = await gw.call('GET', '/pipelines/abc');
@@ -256,20 +435,36 @@ describe('unknown routes', () => {
 });
 
 describe('Content-Type', () => {
-  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', undefined])(
-    'a JSON body sent as %s is still parsed as JSON',
-    async (contentType) => {
-      const raw = JSON.stringify({ idempotencyKey: randomUUID(), ...definition({ name: `as ${contentType ?? 'nothing'}` }) });
-      const reply = await gw.call('POST', '/pipelines/idempotent', { raw, ...(contentType ? { headers: { 'content-type': contentType } } : {}) });
-      expect(reply.status, reply.text).toBe(201);
-      expect(reply.body.pipeline.name).toBe(`as ${contentType ?? 'nothing'}`);
-    },
-  );
+  it.each([
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'application/octet-stream',
+    undefined,
+  ])('a JSON body sent as %s is still parsed as JSON', async (contentType) => {
+    const raw = JSON.stringify({
+      idempotencyKey: randomUUID(),
+      ...definition({ name: `as ${contentType ?? 'nothing'}` }),
+    });
+    const reply = await gw.call('POST', '/pipelines/idempotent', {
+      raw,
+      ...(contentType ? { headers: { 'content-type': contentType } } : {}),
+    });
+    expect(reply.status, reply.text).toBe(201);
+    expect(reply.body.pipeline.name).toBe(`as ${contentType ?? 'nothing'}`);
+  });
 
   it('a text/plain legacy creation and log line are parsed as JSON too', async () => {
-    const legacy = await gw.call('POST', '/pipelines', { key: null, raw: JSON.stringify({ apiKey: gw.appA.key, ...definition() }), headers: { 'content-type': 'text/plain' } });
+    const legacy = await gw.call('POST', '/pipelines', {
+      key: null,
+      raw: JSON.stringify({ apiKey: gw.appA.key, ...definition() }),
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(legacy.status, legacy.text).toBe(200);
-    const log = await gw.call('POST', '/logs', { key: null, raw: JSON.stringify({ message: 'plain' }), headers: { 'content-type': 'text/plain; charset=utf-8' } });
+    const log = await gw.call('POST', '/logs', {
+      key: null,
+      raw: JSON.stringify({ message: 'plain' }),
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+    });
     expect(log.status, log.text).toBe(200);
   });
 });
@@ -280,31 +475,103 @@ describe('values PostgreSQL cannot store and absurd nesting are client errors, n
     const stageId = await waitingStage(gw, gw.appA.key);
     const nul = 'a\u0000b';
     const cases: { request: () => Promise<Reply>; field: string }[] = [
-      { request: () => gw.call('POST', '/pipelines', { key: null, json: { apiKey: gw.appA.key, ...definition({ name: nul }) } }), field: '/name' },
-      { request: () => gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: nul, ...definition() } }), field: '/idempotencyKey' },
-      { request: () => gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...definition({ stages: [stage({ input: nul })] }) } }), field: '/stages/0/input' },
-      { request: () => gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...definition({ policies: [{ p: nul }] }) } }), field: '/policies/0/p' },
-      { request: () => gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: nul } }), field: '/idempotencyKey' },
-      { request: () => gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: [stage({ description: nul })] } }), field: '/stages/0/description' },
-      { request: () => gw.call('POST', `/stages/${stageId}/resume`, { json: { approved: false, rejectionReason: nul } }), field: '/rejectionReason' },
-      { request: () => gw.call('POST', '/logs', { key: null, json: { message: nul } }), field: '/message' },
+      {
+        request: () =>
+          gw.call('POST', '/pipelines', {
+            key: null,
+            json: { apiKey: gw.appA.key, ...definition({ name: nul }) },
+          }),
+        field: '/name',
+      },
+      {
+        request: () =>
+          gw.call('POST', '/pipelines/idempotent', {
+            json: { idempotencyKey: nul, ...definition() },
+          }),
+        field: '/idempotencyKey',
+      },
+      {
+        request: () =>
+          gw.call('POST', '/pipelines/idempotent', {
+            json: {
+              idempotencyKey: randomUUID(),
+              ...definition({ stages: [stage({ input: nul })] }),
+            },
+          }),
+        field: '/stages/0/input',
+      },
+      {
+        request: () =>
+          gw.call('POST', '/pipelines/idempotent', {
+            json: { idempotencyKey: randomUUID(), ...definition({ policies: [{ p: nul }] }) },
+          }),
+        field: '/policies/0/p',
+      },
+      {
+        request: () =>
+          gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: nul } }),
+        field: '/idempotencyKey',
+      },
+      {
+        request: () =>
+          gw.call('POST', `/pipelines/${id}/stages`, {
+            json: { stages: [stage({ description: nul })] },
+          }),
+        field: '/stages/0/description',
+      },
+      {
+        request: () =>
+          gw.call('POST', `/stages/${stageId}/resume`, {
+            json: { approved: false, rejectionReason: nul },
+          }),
+        field: '/rejectionReason',
+      },
+      {
+        request: () => gw.call('POST', '/logs', { key: null, json: { message: nul } }),
+        field: '/message',
+      },
     ];
     const outcomes = [];
     for (const c of cases) {
       const reply = await c.request();
-      outcomes.push({ field: c.field, status: reply.status, code: reply.body?.code, fields: (reply.body?.errors ?? []).map((e: FieldError) => e.field) });
+      outcomes.push({
+        field: c.field,
+        status: reply.status,
+        code: reply.body?.code,
+        fields: (reply.body?.errors ?? []).map((e: FieldError) => e.field),
+      });
     }
-    expect(outcomes).toEqual(cases.map((c) => ({ field: c.field, status: 400, code: 'validation_failed', fields: [c.field] })));
+    expect(outcomes).toEqual(
+      cases.map((c) => ({
+        field: c.field,
+        status: 400,
+        code: 'validation_failed',
+        fields: [c.field],
+      })),
+    );
   });
 
   it('JSON nested 5000 levels deep in a free-form member is a 400, not a 500', async () => {
     const id = await legacyPipeline(gw, gw.appA.key);
     const deep = '['.repeat(5000) + ']'.repeat(5000);
     const requests = {
-      'legacy policies': () => gw.call('POST', '/pipelines', { key: null, raw: `{"apiKey":"${gw.appA.key}","name":"n","stages":[{"stageName":"s","stageHandlerName":"h"}],"policies":[{"a":${deep}}]}` }),
-      'idempotent policies': () => gw.call('POST', '/pipelines/idempotent', { raw: `{"idempotencyKey":"${randomUUID()}","name":"n","stages":[{"stageName":"s","stageHandlerName":"h"}],"policies":[{"a":${deep}}]}` }),
-      'append input': () => gw.call('POST', `/pipelines/${id}/stages`, { raw: `{"stages":[{"stageName":"s","stageHandlerName":"h","input":${deep}}]}` }),
-      'append stage policies': () => gw.call('POST', `/pipelines/${id}/stages`, { raw: `{"stages":[{"stageName":"s","stageHandlerName":"h","policies":[{"a":${deep}}]}]}` }),
+      'legacy policies': () =>
+        gw.call('POST', '/pipelines', {
+          key: null,
+          raw: `{"apiKey":"${gw.appA.key}","name":"n","stages":[{"stageName":"s","stageHandlerName":"h"}],"policies":[{"a":${deep}}]}`,
+        }),
+      'idempotent policies': () =>
+        gw.call('POST', '/pipelines/idempotent', {
+          raw: `{"idempotencyKey":"${randomUUID()}","name":"n","stages":[{"stageName":"s","stageHandlerName":"h"}],"policies":[{"a":${deep}}]}`,
+        }),
+      'append input': () =>
+        gw.call('POST', `/pipelines/${id}/stages`, {
+          raw: `{"stages":[{"stageName":"s","stageHandlerName":"h","input":${deep}}]}`,
+        }),
+      'append stage policies': () =>
+        gw.call('POST', `/pipelines/${id}/stages`, {
+          raw: `{"stages":[{"stageName":"s","stageHandlerName":"h","policies":[{"a":${deep}}]}]}`,
+        }),
     };
     const statuses: Record<string, number> = {};
     for (const [what, send] of Object.entries(requests)) statuses[what] = (await send()).status;
@@ -322,7 +589,10 @@ describe('values PostgreSQL cannot store and absurd nesting are client errors, n
 describe(`bodies over API_MAX_BODY_BYTES (${LIMIT} in this gateway)`, () => {
   /** A valid idempotent creation body of exactly `size` bytes. */
   function bodyOf(size: number): string {
-    const without = JSON.stringify({ idempotencyKey: randomUUID(), ...definition({ policies: [{ pad: '' }] }) });
+    const without = JSON.stringify({
+      idempotencyKey: randomUUID(),
+      ...definition({ policies: [{ pad: '' }] }),
+    });
     const parsed = JSON.parse(without) as { policies: { pad: string }[] };
     parsed.policies[0]!.pad = 'x'.repeat(size - Buffer.byteLength(without));
     const text = JSON.stringify(parsed);
@@ -331,39 +601,86 @@ describe(`bodies over API_MAX_BODY_BYTES (${LIMIT} in this gateway)`, () => {
   }
 
   it('a body of exactly the limit is accepted; one byte more is a 413 payload_too_large', async () => {
-    expect((await small.call('POST', '/pipelines/idempotent', { raw: bodyOf(LIMIT), key: small.appA.key })).status).toBe(201);
-    expectProblem(await small.call('POST', '/pipelines/idempotent', { raw: bodyOf(LIMIT + 1), key: small.appA.key }), 413, 'payload_too_large');
+    expect(
+      (
+        await small.call('POST', '/pipelines/idempotent', {
+          raw: bodyOf(LIMIT),
+          key: small.appA.key,
+        })
+      ).status,
+    ).toBe(201);
+    expectProblem(
+      await small.call('POST', '/pipelines/idempotent', {
+        raw: bodyOf(LIMIT + 1),
+        key: small.appA.key,
+      }),
+      413,
+      'payload_too_large',
+    );
   });
 
   it('a streamed (chunked) body over the limit is a 413 payload_too_large, and the gateway keeps serving', async () => {
     const body = bodyOf(LIMIT * 4);
     const chunks = body.match(/[\s\S]{1,1000}/g) ?? [];
-    const reply = await streamed(small, 'POST', '/pipelines/idempotent', chunks, { 'x-api-key': small.appA.key, 'content-type': 'application/json' });
-    expect(reply.headers.get('content-length')).not.toBeNull();
-    expectProblem(reply, 413, 'payload_too_large');
-    // A streamed body within the limit works.
-    const fits = await streamed(small, 'POST', '/pipelines/idempotent', [bodyOf(LIMIT).slice(0, 100), bodyOf(LIMIT).slice(100)], {
+    const reply = await streamed(small, 'POST', '/pipelines/idempotent', chunks, {
       'x-api-key': small.appA.key,
       'content-type': 'application/json',
     });
+    expect(reply.headers.get('content-length')).not.toBeNull();
+    expectProblem(reply, 413, 'payload_too_large');
+    // A streamed body within the limit works.
+    const fits = await streamed(
+      small,
+      'POST',
+      '/pipelines/idempotent',
+      [bodyOf(LIMIT).slice(0, 100), bodyOf(LIMIT).slice(100)],
+      {
+        'x-api-key': small.appA.key,
+        'content-type': 'application/json',
+      },
+    );
     expect(fits.status, fits.text).toBe(201);
   });
 
   it('every body-taking route answers 413 with a Content-Length body and a streamed body', async () => {
     const pipelineId = await legacyPipeline(small, small.appA.key);
     const stageId = await waitingStage(small, small.appA.key);
-    const huge = JSON.stringify({ message: 'x'.repeat(LIMIT), apiKey: small.appA.key, stages: [], approved: true, idempotencyKey: 'k', name: 'n' });
-    const routes = ['/pipelines', '/pipelines/idempotent', '/pipelines/by-idempotency-key', `/pipelines/${pipelineId}/cancel`, `/pipelines/${pipelineId}/stages`, `/stages/${stageId}/resume`, '/logs'];
+    const huge = JSON.stringify({
+      message: 'x'.repeat(LIMIT),
+      apiKey: small.appA.key,
+      stages: [],
+      approved: true,
+      idempotencyKey: 'k',
+      name: 'n',
+    });
+    const routes = [
+      '/pipelines',
+      '/pipelines/idempotent',
+      '/pipelines/by-idempotency-key',
+      `/pipelines/${pipelineId}/cancel`,
+      `/pipelines/${pipelineId}/stages`,
+      `/stages/${stageId}/resume`,
+      '/logs',
+    ];
     for (const path of routes) {
-      expectProblem(await small.call('POST', path, { raw: huge, key: small.appA.key }), 413, 'payload_too_large');
-      const chunked = await streamed(small, 'POST', path, [huge.slice(0, 2000), huge.slice(2000)], { 'x-api-key': small.appA.key });
+      expectProblem(
+        await small.call('POST', path, { raw: huge, key: small.appA.key }),
+        413,
+        'payload_too_large',
+      );
+      const chunked = await streamed(small, 'POST', path, [huge.slice(0, 2000), huge.slice(2000)], {
+        'x-api-key': small.appA.key,
+      });
       expectProblem(chunked, 413, 'payload_too_large');
     }
     // Nothing happened: the pipeline is not cancelled, nothing was appended, the stage still waits.
-    const read = (await small.call('GET', `/pipelines/${pipelineId}`, { key: small.appA.key })).body;
+    const read = (await small.call('GET', `/pipelines/${pipelineId}`, { key: small.appA.key }))
+      .body;
     expect(read.status).toBe('NotStarted');
     expect(read.stages).toHaveLength(1);
-    expect((await small.db.stage.findUniqueOrThrow({ where: { id: BigInt(stageId) } })).status).toBe('WaitingForApproval');
+    expect(
+      (await small.db.stage.findUniqueOrThrow({ where: { id: BigInt(stageId) } })).status,
+    ).toBe('WaitingForApproval');
   });
 });
 
@@ -371,50 +688,121 @@ describe('check order (addendum §3): route → 401 → path parameters → 413 
   const huge = 'x'.repeat(LIMIT * 2);
 
   it('an unknown route is a 404 before credentials or size are looked at', async () => {
-    expectProblem(await small.call('POST', '/pipelines/1/nothing', { raw: huge, key: null }), 404, 'not_found');
+    expectProblem(
+      await small.call('POST', '/pipelines/1/nothing', { raw: huge, key: null }),
+      404,
+      'not_found',
+    );
   });
 
   it('an oversized body without a key, or with an unknown, disabled or expired key, is a 401', async () => {
-    for (const path of ['/pipelines/idempotent', '/pipelines/by-idempotency-key', '/pipelines/1/cancel', '/pipelines/1/stages', '/stages/1/resume']) {
+    for (const path of [
+      '/pipelines/idempotent',
+      '/pipelines/by-idempotency-key',
+      '/pipelines/1/cancel',
+      '/pipelines/1/stages',
+      '/stages/1/resume',
+    ]) {
       expectProblem(await small.call('POST', path, { raw: huge, key: null }), 401, 'unauthorized');
-      expectProblem(await small.call('POST', path, { raw: huge, key: 'pos_unknown' }), 401, 'unauthorized');
-      const streamedReply = await streamed(small, 'POST', path, [huge.slice(0, 4000), huge.slice(4000)], {});
+      expectProblem(
+        await small.call('POST', path, { raw: huge, key: 'pos_unknown' }),
+        401,
+        'unauthorized',
+      );
+      const streamedReply = await streamed(
+        small,
+        'POST',
+        path,
+        [huge.slice(0, 4000), huge.slice(4000)],
+        {},
+      );
       expectProblem(streamedReply, 401, 'unauthorized');
     }
   });
 
   it('no key with an invalid path parameter is a 401; a valid key with an invalid parameter and an oversized body is a 400 at the parameter', async () => {
     expectProblem(await small.call('GET', '/pipelines/abc', { key: null }), 401, 'unauthorized');
-    expectProblem(await small.call('POST', '/stages/0/resume', { raw: huge, key: null }), 401, 'unauthorized');
-    expectProblem(await small.call('POST', '/pipelines/0/stages', { raw: huge }), 400, 'validation_failed', ['pipelineId']);
-    expectProblem(await small.call('POST', '/stages/abc/resume', { raw: huge }), 400, 'validation_failed', ['stageId']);
+    expectProblem(
+      await small.call('POST', '/stages/0/resume', { raw: huge, key: null }),
+      401,
+      'unauthorized',
+    );
+    expectProblem(
+      await small.call('POST', '/pipelines/0/stages', { raw: huge }),
+      400,
+      'validation_failed',
+      ['pipelineId'],
+    );
+    expectProblem(
+      await small.call('POST', '/stages/abc/resume', { raw: huge }),
+      400,
+      'validation_failed',
+      ['stageId'],
+    );
   });
 
   it('a path parameter error is reported alone, before the body is validated', async () => {
-    expectProblem(await gw.call('POST', '/pipelines/01/stages', { json: { stages: 'bad' } }), 400, 'validation_failed', ['pipelineId']);
+    expectProblem(
+      await gw.call('POST', '/pipelines/01/stages', { json: { stages: 'bad' } }),
+      400,
+      'validation_failed',
+      ['pipelineId'],
+    );
   });
 
   it('an oversized body for an unknown pipeline is a 413, not a 404', async () => {
-    expectProblem(await small.call('POST', '/pipelines/9007199254740991/stages', { raw: huge }), 413, 'payload_too_large');
+    expectProblem(
+      await small.call('POST', '/pipelines/9007199254740991/stages', { raw: huge }),
+      413,
+      'payload_too_large',
+    );
   });
 
   it("an invalid body for an unknown or another application's pipeline is a 400, not a 404", async () => {
     const other = await legacyPipeline(gw, gw.appB.key);
     for (const id of [other, 9007199254740991]) {
-      expectProblem(await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: [] } }), 400, 'validation_failed', ['/stages']);
+      expectProblem(
+        await gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: [] } }),
+        400,
+        'validation_failed',
+        ['/stages'],
+      );
     }
-    expectProblem(await gw.call('POST', '/stages/9007199254740991/resume', { json: {} }), 400, 'validation_failed', ['/approved']);
+    expectProblem(
+      await gw.call('POST', '/stages/9007199254740991/resume', { json: {} }),
+      400,
+      'validation_failed',
+      ['/approved'],
+    );
   });
 
   it("another application's terminal pipeline is a 404, not a 409", async () => {
     const other = await legacyPipeline(gw, gw.appB.key);
-    expect((await gw.call('POST', `/pipelines/${other}/cancel`, { key: gw.appB.key })).status).toBe(200);
+    expect((await gw.call('POST', `/pipelines/${other}/cancel`, { key: gw.appB.key })).status).toBe(
+      200,
+    );
     expectProblem(await gw.call('POST', `/pipelines/${other}/cancel`), 404, 'not_found');
-    expectProblem(await gw.call('POST', `/pipelines/${other}/stages`, { json: { stages: [stage()] } }), 404, 'not_found');
+    expectProblem(
+      await gw.call('POST', `/pipelines/${other}/stages`, { json: { stages: [stage()] } }),
+      404,
+      'not_found',
+    );
   });
 
   it('legacy creation reads its key from the body, so an oversized body is a 413 and malformed JSON a 400 whatever the key', async () => {
-    expectProblem(await small.call('POST', '/pipelines', { raw: JSON.stringify({ apiKey: 'pos_unknown', name: huge }), key: null }), 413, 'payload_too_large');
-    expectProblem(await small.call('POST', '/pipelines', { raw: '{"apiKey": "pos_unknown", ', key: null }), 400, 'validation_failed', ['']);
+    expectProblem(
+      await small.call('POST', '/pipelines', {
+        raw: JSON.stringify({ apiKey: 'pos_unknown', name: huge }),
+        key: null,
+      }),
+      413,
+      'payload_too_large',
+    );
+    expectProblem(
+      await small.call('POST', '/pipelines', { raw: '{"apiKey": "pos_unknown", ', key: null }),
+      400,
+      'validation_failed',
+      [''],
+    );
   });
 });

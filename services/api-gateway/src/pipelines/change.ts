@@ -86,7 +86,7 @@ export async function appendStages(
     type: 'stages.appended',
     applicationId,
     pipelineId,
-    stageIds: [],
+    stageIds: appended.map((s) => Number(s.id)),
   });
   return appended.map((s, i) => stageDto(s, appended[i + 1] ?? null));
 }

@@ -24,7 +24,7 @@ export function pipelineResponse(p: PipelineRecord, wasExisting = false) {
     stages,
     pipelineContextItems: p.contextItems.map((c) => ({
       key: c.key,
-      value: c.value,
+      value: c.isSensitive ? REDACTED : c.value,
       valueType: c.valueType,
       isSensitive: c.isSensitive,
       isDeleted: false,

@@ -34,7 +34,7 @@ export async function resumeStage(
         const rejectionReason = input.rejectionReason ?? null;
         const rejectionLog = input.approved
           ? null
-          : rejectionLogMessage(rejectionReason);
+          : redactSecrets(rejectionLogMessage(rejectionReason), await sensitiveValues(tx, stage.pipelineId));
         const now = deps.clock();
         await recordApprovalDecision(tx, stage, { approved: input.approved, rejectionReason, now, rejectionLog });
         await requestDispatch(tx, stage.pipelineId, now);

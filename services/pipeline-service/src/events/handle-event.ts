@@ -1,21 +1,14 @@
 import type { PipelineEvent } from '@po/queues';
-import type { Logger } from '@po/telemetry';
+import type { DispatcherDeps } from '../dispatcher/deps.js';
+import { dispatchPipeline } from '../dispatcher/dispatch-pipeline.js';
 
 /**
- * Reacts to a pipeline event. Until the dispatcher lands (execution-engine issue) the service only
- * records what it received, which proves the api-gateway's announcements arrive.
+ * Every pipeline event may have made stages ready (creation, append, an applied result, a resume,
+ * a due retry) or ended the pipeline (cancel): each is answered with one dispatcher pass.
  */
-export function createEventHandler(logger: Logger): (event: PipelineEvent) => Promise<void> {
+export function createEventHandler(deps: DispatcherDeps): (event: PipelineEvent) => Promise<void> {
   return async (event) => {
-    logger.info(
-      {
-        event: event.type,
-        applicationId: event.applicationId,
-        pipelineId: event.pipelineId,
-        stageIds: event.stageIds,
-        approved: event.approved,
-      },
-      'pipeline event received',
-    );
+    deps.logger.debug({ event: event.type, pipelineId: event.pipelineId }, 'pipeline event received');
+    await dispatchPipeline(deps, event.pipelineId, { skipLocked: false });
   };
 }

@@ -39,16 +39,23 @@ function expectValidationProblem(reply: Reply, fields: string[]): void {
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
   expect(reply.body.code).toBe('validation_failed');
-  expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual([...fields].sort());
+  expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual(
+    [...fields].sort(),
+  );
 }
 
 /** n code points, each an astral character (2 UTF-16 units, 4 UTF-8 bytes). */
 const chars = (n: number) => '😀'.repeat(n);
 /** n UTF-8 bytes made of two-byte "é" (plus one "a" when n is odd): far fewer characters than bytes. */
 const bytes = (n: number) => 'é'.repeat(Math.floor(n / 2)) + (n % 2 ? 'a' : '');
-const stage = (stageName = 'stage', extra: Record<string, unknown> = {}) => ({ stageName, stageHandlerName: 'handler', ...extra });
+const stage = (stageName = 'stage', extra: Record<string, unknown> = {}) => ({
+  stageName,
+  stageHandlerName: 'handler',
+  ...extra,
+});
 const stages = (n: number) => Array.from({ length: n }, (_, i) => stage(`s${i}`));
-const items = <T>(n: number, make: (i: number) => T) => Array.from({ length: n }, (_, i) => make(i));
+const items = <T>(n: number, make: (i: number) => T) =>
+  Array.from({ length: n }, (_, i) => make(i));
 
 interface Boundary {
   limit: string;
@@ -58,16 +65,46 @@ interface Boundary {
   over: Record<string, unknown>;
   field: string;
   /** What the accepted pipeline must show. */
-  stored: (p: { name: string; traceId: string; stages: { name: string; stageHandlerName: string; description: string | null; input: string }[]; pipelineKeywords: unknown[]; pipelineContextItems: { value: string }[] }) => void;
+  stored: (p: {
+    name: string;
+    traceId: string;
+    stages: { name: string; stageHandlerName: string; description: string | null; input: string }[];
+    pipelineKeywords: unknown[];
+    pipelineContextItems: { value: string }[];
+  }) => void;
 }
 
 const base = { name: 'limits', stages: [stage('first')] };
 
 const boundaries: Boundary[] = [
-  { limit: 'pipeline name 255 characters', at: { name: chars(255) }, over: { name: chars(256) }, field: '/name', stored: (p) => expect(p.name).toBe(chars(255)) },
-  { limit: 'pipeline name at least 1 character', at: { name: 'x' }, over: { name: '' }, field: '/name', stored: (p) => expect(p.name).toBe('x') },
-  { limit: '100 stages per pipeline', at: { stages: stages(100) }, over: { stages: stages(101) }, field: '/stages', stored: (p) => expect(p.stages).toHaveLength(100) },
-  { limit: 'at least 1 stage', at: { stages: stages(1) }, over: { stages: [] }, field: '/stages', stored: (p) => expect(p.stages).toHaveLength(1) },
+  {
+    limit: 'pipeline name 255 characters',
+    at: { name: chars(255) },
+    over: { name: chars(256) },
+    field: '/name',
+    stored: (p) => expect(p.name).toBe(chars(255)),
+  },
+  {
+    limit: 'pipeline name at least 1 character',
+    at: { name: 'x' },
+    over: { name: '' },
+    field: '/name',
+    stored: (p) => expect(p.name).toBe('x'),
+  },
+  {
+    limit: '100 stages per pipeline',
+    at: { stages: stages(100) },
+    over: { stages: stages(101) },
+    field: '/stages',
+    stored: (p) => expect(p.stages).toHaveLength(100),
+  },
+  {
+    limit: 'at least 1 stage',
+    at: { stages: stages(1) },
+    over: { stages: [] },
+    field: '/stages',
+    stored: (p) => expect(p.stages).toHaveLength(1),
+  },
   {
     limit: 'stageName 255 characters',
     at: { stages: [stage('first'), stage(chars(255))] },
@@ -75,7 +112,13 @@ const boundaries: Boundary[] = [
     field: '/stages/1/stageName',
     stored: (p) => expect(p.stages[1]!.name).toBe(chars(255)),
   },
-  { limit: 'stageName at least 1 character', at: { stages: [stage('y')] }, over: { stages: [stage('')] }, field: '/stages/0/stageName', stored: (p) => expect(p.stages[0]!.name).toBe('y') },
+  {
+    limit: 'stageName at least 1 character',
+    at: { stages: [stage('y')] },
+    over: { stages: [stage('')] },
+    field: '/stages/0/stageName',
+    stored: (p) => expect(p.stages[0]!.name).toBe('y'),
+  },
   {
     limit: 'stageHandlerName 300 characters',
     at: { stages: [stage('first', { stageHandlerName: chars(300) })] },
@@ -114,7 +157,12 @@ const boundaries: Boundary[] = [
   {
     limit: 'keyword key 300 characters',
     at: { pipelineKeywords: [{ key: chars(300), value: 'v' }] },
-    over: { pipelineKeywords: [{ key: 'ok', value: 'v' }, { key: chars(301), value: 'v' }] },
+    over: {
+      pipelineKeywords: [
+        { key: 'ok', value: 'v' },
+        { key: chars(301), value: 'v' },
+      ],
+    },
     field: '/pipelineKeywords/1/key',
     stored: (p) => expect(p.pipelineKeywords).toEqual([{ key: chars(300), value: 'v' }]),
   },
@@ -151,7 +199,8 @@ const boundaries: Boundary[] = [
     at: { pipelineContextItems: [{ key: chars(300), value: 'v' }] },
     over: { pipelineContextItems: [{ key: chars(301), value: 'v' }] },
     field: '/pipelineContextItems/0/key',
-    stored: (p) => expect(p.pipelineContextItems).toEqual([expect.objectContaining({ key: chars(300) })]),
+    stored: (p) =>
+      expect(p.pipelineContextItems).toEqual([expect.objectContaining({ key: chars(300) })]),
   },
   {
     limit: 'context key at least 1 character',
@@ -174,15 +223,28 @@ const boundaries: Boundary[] = [
     field: '/pipelineContextItems/0/value',
     stored: (p) => expect(p.pipelineContextItems[0]!.value).toHaveLength(32_768),
   },
-  { limit: 'traceId 36 characters', at: { traceId: 't'.repeat(36) }, over: { traceId: 't'.repeat(37) }, field: '/traceId', stored: (p) => expect(p.traceId).toBe('t'.repeat(36)) },
+  {
+    limit: 'traceId 36 characters',
+    at: { traceId: 't'.repeat(36) },
+    over: { traceId: 't'.repeat(37) },
+    field: '/traceId',
+    stored: (p) => expect(p.traceId).toBe('t'.repeat(36)),
+  },
 ];
 
 const creations = [
-  { route: 'POST /pipelines', ok: 200, send: (def: Record<string, unknown>) => gw.call('POST', '/pipelines', { json: { apiKey: gw.appA.key, ...def }, key: null }), pipelineOf: (b: { id: number }) => b },
+  {
+    route: 'POST /pipelines',
+    ok: 200,
+    send: (def: Record<string, unknown>) =>
+      gw.call('POST', '/pipelines', { json: { apiKey: gw.appA.key, ...def }, key: null }),
+    pipelineOf: (b: { id: number }) => b,
+  },
   {
     route: 'POST /pipelines/idempotent',
     ok: 201,
-    send: (def: Record<string, unknown>) => gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...def } }),
+    send: (def: Record<string, unknown>) =>
+      gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...def } }),
     pipelineOf: (b: { pipeline: { id: number } }) => b.pipeline,
   },
 ] as const;
@@ -190,72 +252,144 @@ const creations = [
 describe.each(creations)('$route limits', ({ ok, send, pipelineOf }) => {
   const schema = ok === 200 ? pipelineResponseSchema : idempotentPipelineCreateResponseSchema;
 
-  it.each(boundaries)('$limit: N is accepted and stored, beyond it is a 400 at $field', async ({ at, over, field, stored }) => {
-    const accepted = expectJson(await send({ ...base, ...at }), ok, schema);
-    const pipeline = pipelineOf(accepted as never) as { id: number };
-    stored(pipeline as never);
-    // The stored pipeline reads back the same (nothing truncated on the way to the database).
-    stored((await gw.call('GET', `/pipelines/${pipeline.id}`)).body);
+  it.each(boundaries)(
+    '$limit: N is accepted and stored, beyond it is a 400 at $field',
+    async ({ at, over, field, stored }) => {
+      const accepted = expectJson(await send({ ...base, ...at }), ok, schema);
+      const pipeline = pipelineOf(accepted as never) as { id: number };
+      stored(pipeline as never);
+      // The stored pipeline reads back the same (nothing truncated on the way to the database).
+      stored((await gw.call('GET', `/pipelines/${pipeline.id}`)).body);
 
-    const before = await gw.db.pipeline.count();
-    expectValidationProblem(await send({ ...base, ...over }), [field]);
-    expect(await gw.db.pipeline.count()).toBe(before);
-  });
+      const before = await gw.db.pipeline.count();
+      expectValidationProblem(await send({ ...base, ...over }), [field]);
+      expect(await gw.db.pipeline.count()).toBe(before);
+    },
+  );
 });
 
 describe('idempotencyKey limits', () => {
   it('idempotencyKey 200 characters is accepted by creation and lookup; 201 is a 400 at /idempotencyKey for both', async () => {
     const key = '😀'.repeat(200);
-    const created = expectJson(await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: key, ...base } }), 201, idempotentPipelineCreateResponseSchema);
+    const created = expectJson(
+      await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: key, ...base } }),
+      201,
+      idempotentPipelineCreateResponseSchema,
+    );
     expect(created.pipeline.idempotencyKey).toBe(key);
-    const found = expectJson(await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: key } }), 200, pipelineResponseSchema);
+    const found = expectJson(
+      await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: key } }),
+      200,
+      pipelineResponseSchema,
+    );
     expect(found.id).toBe(created.pipeline.id);
 
     const tooLong = '😀'.repeat(201);
-    expectValidationProblem(await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: tooLong, ...base } }), ['/idempotencyKey']);
-    expectValidationProblem(await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: tooLong } }), ['/idempotencyKey']);
+    expectValidationProblem(
+      await gw.call('POST', '/pipelines/idempotent', {
+        json: { idempotencyKey: tooLong, ...base },
+      }),
+      ['/idempotencyKey'],
+    );
+    expectValidationProblem(
+      await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: tooLong } }),
+      ['/idempotencyKey'],
+    );
   });
 
   it('an empty idempotencyKey is a 400 at /idempotencyKey for creation and lookup', async () => {
-    expectValidationProblem(await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: '', ...base } }), ['/idempotencyKey']);
-    expectValidationProblem(await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: '' } }), ['/idempotencyKey']);
+    expectValidationProblem(
+      await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: '', ...base } }),
+      ['/idempotencyKey'],
+    );
+    expectValidationProblem(
+      await gw.call('POST', '/pipelines/by-idempotency-key', { json: { idempotencyKey: '' } }),
+      ['/idempotencyKey'],
+    );
   });
 });
 
 describe('POST /pipelines/{pipelineId}/stages limits', () => {
   async function pipelineWith(count: number): Promise<number> {
-    const reply = await gw.call('POST', '/pipelines', { json: { apiKey: gw.appA.key, name: 'append limits', stages: stages(count) }, key: null });
+    const reply = await gw.call('POST', '/pipelines', {
+      json: { apiKey: gw.appA.key, name: 'append limits', stages: stages(count) },
+      key: null,
+    });
     expect(reply.status, reply.text.slice(0, 300)).toBe(200);
     return reply.body.id as number;
   }
-  const append = (id: number, items: unknown[]) => gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: items } });
+  const append = (id: number, items: unknown[]) =>
+    gw.call('POST', `/pipelines/${id}/stages`, { json: { stages: items } });
 
   const stageBoundaries = [
-    { limit: 'stageName 255 characters', at: stage(chars(255)), over: stage(chars(256)), field: '/stages/0/stageName' },
-    { limit: 'stageName at least 1 character', at: stage('z'), over: stage(''), field: '/stages/0/stageName' },
-    { limit: 'stageHandlerName 300 characters', at: stage('a', { stageHandlerName: chars(300) }), over: stage('a', { stageHandlerName: chars(301) }), field: '/stages/0/stageHandlerName' },
-    { limit: 'description 255 characters', at: stage('a', { description: chars(255) }), over: stage('a', { description: chars(256) }), field: '/stages/0/description' },
-    { limit: 'string input 262144 bytes', at: stage('a', { input: bytes(262_144) }), over: stage('a', { input: bytes(262_145) }), field: '/stages/0/input' },
-    { limit: 'string input counted in bytes (131073 "é")', at: stage('a', { input: 'é'.repeat(131_072) }), over: stage('a', { input: 'é'.repeat(131_073) }), field: '/stages/0/input' },
+    {
+      limit: 'stageName 255 characters',
+      at: stage(chars(255)),
+      over: stage(chars(256)),
+      field: '/stages/0/stageName',
+    },
+    {
+      limit: 'stageName at least 1 character',
+      at: stage('z'),
+      over: stage(''),
+      field: '/stages/0/stageName',
+    },
+    {
+      limit: 'stageHandlerName 300 characters',
+      at: stage('a', { stageHandlerName: chars(300) }),
+      over: stage('a', { stageHandlerName: chars(301) }),
+      field: '/stages/0/stageHandlerName',
+    },
+    {
+      limit: 'description 255 characters',
+      at: stage('a', { description: chars(255) }),
+      over: stage('a', { description: chars(256) }),
+      field: '/stages/0/description',
+    },
+    {
+      limit: 'string input 262144 bytes',
+      at: stage('a', { input: bytes(262_144) }),
+      over: stage('a', { input: bytes(262_145) }),
+      field: '/stages/0/input',
+    },
+    {
+      limit: 'string input counted in bytes (131073 "é")',
+      at: stage('a', { input: 'é'.repeat(131_072) }),
+      over: stage('a', { input: 'é'.repeat(131_073) }),
+      field: '/stages/0/input',
+    },
     // {"v":"…"} is 8 bytes of JSON around the string.
-    { limit: 'an object input, as compact JSON, 262144 bytes', at: stage('a', { input: { v: bytes(262_136) } }), over: stage('a', { input: { v: bytes(262_137) } }), field: '/stages/0/input' },
+    {
+      limit: 'an object input, as compact JSON, 262144 bytes',
+      at: stage('a', { input: { v: bytes(262_136) } }),
+      over: stage('a', { input: { v: bytes(262_137) } }),
+      field: '/stages/0/input',
+    },
   ];
 
-  it.each(stageBoundaries)('$limit: N is appended, beyond it is a 400 at $field and nothing is appended', async ({ at, over, field }) => {
-    const id = await pipelineWith(1);
-    const accepted = expectJson(await append(id, [at]), 200, appendStagesResponseSchema);
-    expect(accepted.stages).toHaveLength(1);
-    expect(accepted.stages[0]).toMatchObject({ name: at.stageName, stageHandlerName: at.stageHandlerName });
-    if ('input' in at) expect(Buffer.byteLength(accepted.stages[0].input, 'utf8')).toBe(262_144);
-    expectValidationProblem(await append(id, [over]), [field]);
-    expect(await gw.db.stage.count({ where: { pipelineId: BigInt(id) } })).toBe(2);
-  });
+  it.each(stageBoundaries)(
+    '$limit: N is appended, beyond it is a 400 at $field and nothing is appended',
+    async ({ at, over, field }) => {
+      const id = await pipelineWith(1);
+      const accepted = expectJson(await append(id, [at]), 200, appendStagesResponseSchema);
+      expect(accepted.stages).toHaveLength(1);
+      expect(accepted.stages[0]).toMatchObject({
+        name: at.stageName,
+        stageHandlerName: at.stageHandlerName,
+      });
+      if ('input' in at) expect(Buffer.byteLength(accepted.stages[0].input, 'utf8')).toBe(262_144);
+      expectValidationProblem(await append(id, [over]), [field]);
+      expect(await gw.db.stage.count({ where: { pipelineId: BigInt(id) } })).toBe(2);
+    },
+  );
 
   it('a pipeline may reach 100 stages by appends; one more is a 400 at /stages', async () => {
     const id = await pipelineWith(60);
     expectValidationProblem(await append(id, stages(41)), ['/stages']);
     expect(await gw.db.stage.count({ where: { pipelineId: BigInt(id) } })).toBe(60);
-    expect(expectJson(await append(id, stages(40)), 200, appendStagesResponseSchema).stages).toHaveLength(40);
+    expect(
+      expectJson(await append(id, stages(40)), 200, appendStagesResponseSchema).stages,
+    ).toHaveLength(40);
     expectValidationProblem(await append(id, [stage('one too many')]), ['/stages']);
     expect(await gw.db.stage.count({ where: { pipelineId: BigInt(id) } })).toBe(100);
   });

@@ -3,7 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, pipelineResponseSchema, problemDetailsSchema, type FieldError } from '@po/contracts';
+import {
+  compile,
+  pipelineResponseSchema,
+  problemDetailsSchema,
+  type FieldError,
+} from '@po/contracts';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
 
 let gw: Gateway;
@@ -24,9 +29,15 @@ function expectProblem(reply: Reply, status: number, code: string, fields?: stri
   expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({ status, code, type: `urn:problem-type:pipeline-orchestration:${code}` });
+  expect(reply.body).toMatchObject({
+    status,
+    code,
+    type: `urn:problem-type:pipeline-orchestration:${code}`,
+  });
   if (code === 'validation_failed') {
-    expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual([...(fields ?? [])].sort());
+    expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual(
+      [...(fields ?? [])].sort(),
+    );
   }
 }
 function expectNoContent(reply: Reply): void {
@@ -37,7 +48,9 @@ function expectNoContent(reply: Reply): void {
 const secret = `approval-secret-${randomUUID()}`;
 
 /** A pipeline of two stages whose first stage waits for approval (put there directly). */
-async function waitingStage(key = gw.appA.key): Promise<{ pipelineId: number; stageId: number; otherStageId: number }> {
+async function waitingStage(
+  key = gw.appA.key,
+): Promise<{ pipelineId: number; stageId: number; otherStageId: number }> {
   const reply = await gw.call('POST', '/pipelines', {
     key: null,
     json: {
@@ -55,23 +68,43 @@ async function waitingStage(key = gw.appA.key): Promise<{ pipelineId: number; st
   });
   expect(reply.status, reply.text).toBe(200);
   const [first, second] = reply.body.stages as { id: number }[];
-  await gw.db.stage.update({ where: { id: BigInt(first!.id) }, data: { status: 'WaitingForApproval', output: 'handler output' } });
+  await gw.db.stage.update({
+    where: { id: BigInt(first!.id) },
+    data: { status: 'WaitingForApproval', output: 'handler output' },
+  });
   return { pipelineId: reply.body.id, stageId: first!.id, otherStageId: second!.id };
 }
+
+type StageView = Record<string, unknown> & {
+  id: number;
+  logs: { message: string; logLevel: string }[];
+};
 
 async function readStage(pipelineId: number, stageId: number, key = gw.appA.key) {
   const reply = await gw.call('GET', `/pipelines/${pipelineId}`, { key });
   expect(reply.status).toBe(200);
   const checked = pipelineShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
-  return (reply.body.stages as { id: number }[]).find((s) => s.id === stageId) as Record<string, unknown> & { logs: { message: string; logLevel: string }[] };
+  const stage = (reply.body.stages as StageView[]).find((s) => s.id === stageId);
+  if (!stage) throw new Error(`stage ${stageId} is not in pipeline ${pipelineId}`);
+  return stage;
 }
 
-const resume = (stageId: number, json: unknown, key?: string) => gw.call('POST', `/stages/${stageId}/resume`, { json, ...(key ? { key } : {}) });
+const resume = (stageId: number, json: unknown, key?: string) =>
+  gw.call('POST', `/stages/${stageId}/resume`, { json, ...(key ? { key } : {}) });
 
 async function resumedEvents(pipelineId: number) {
-  const jobs = await events.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']);
-  return jobs.map((j) => j.data as { type: string; pipelineId: number }).filter((e) => e.type === 'stage.resumed' && e.pipelineId === pipelineId);
+  const jobs = await events.getJobs([
+    'waiting',
+    'delayed',
+    'active',
+    'completed',
+    'failed',
+    'prioritized',
+  ]);
+  return jobs
+    .map((j) => j.data as { type: string; pipelineId: number })
+    .filter((e) => e.type === 'stage.resumed' && e.pipelineId === pipelineId);
 }
 
 describe('POST /stages/{stageId}/resume', () => {
@@ -80,7 +113,13 @@ describe('POST /stages/{stageId}/resume', () => {
     const before = Date.now();
     expectNoContent(await resume(stageId, { approved: true }));
     const stage = await readStage(pipelineId, stageId);
-    expect(stage).toMatchObject({ status: 'Completed', isTerminal: true, output: 'handler output', failureCount: 0, lastErrorCode: null });
+    expect(stage).toMatchObject({
+      status: 'Completed',
+      isTerminal: true,
+      output: 'handler output',
+      failureCount: 0,
+      lastErrorCode: null,
+    });
     expect(Date.parse(stage.finishedAt as string)).toBeGreaterThanOrEqual(before - 1000);
   });
 
@@ -90,10 +129,20 @@ describe('POST /stages/{stageId}/resume', () => {
     await resume(approvedOne.stageId, { approved: true });
     await resume(rejectedOne.stageId, { approved: false });
     expect(await resumedEvents(approvedOne.pipelineId)).toEqual([
-      expect.objectContaining({ applicationId: gw.appA.id, pipelineId: approvedOne.pipelineId, stageIds: [approvedOne.stageId], approved: true }),
+      expect.objectContaining({
+        applicationId: gw.appA.id,
+        pipelineId: approvedOne.pipelineId,
+        stageIds: [approvedOne.stageId],
+        approved: true,
+      }),
     ]);
     expect(await resumedEvents(rejectedOne.pipelineId)).toEqual([
-      expect.objectContaining({ applicationId: gw.appA.id, pipelineId: rejectedOne.pipelineId, stageIds: [rejectedOne.stageId], approved: false }),
+      expect.objectContaining({
+        applicationId: gw.appA.id,
+        pipelineId: rejectedOne.pipelineId,
+        stageIds: [rejectedOne.stageId],
+        approved: false,
+      }),
     ]);
   });
 
@@ -102,7 +151,11 @@ describe('POST /stages/{stageId}/resume', () => {
     expectNoContent(await resume(stageId, { approved: true }));
     const afterFirst = await readStage(pipelineId, stageId);
     expectNoContent(await resume(stageId, { approved: true }));
-    expectProblem(await resume(stageId, { approved: false, rejectionReason: 'too late' }), 409, 'decision_conflict');
+    expectProblem(
+      await resume(stageId, { approved: false, rejectionReason: 'too late' }),
+      409,
+      'decision_conflict',
+    );
     expect(await readStage(pipelineId, stageId)).toEqual(afterFirst);
     expect(await resumedEvents(pipelineId)).toHaveLength(1);
   });
@@ -119,7 +172,9 @@ describe('POST /stages/{stageId}/resume', () => {
 
   it('rejection fails the stage: lastErrorCode REJECTED, failureDisposition terminal, failureCount 1, a Warning log "Rejected: {reason}"', async () => {
     const { pipelineId, stageId } = await waitingStage();
-    expectNoContent(await resume(stageId, { approved: false, rejectionReason: 'budget not approved' }));
+    expectNoContent(
+      await resume(stageId, { approved: false, rejectionReason: 'budget not approved' }),
+    );
     const stage = await readStage(pipelineId, stageId);
     expect(stage).toMatchObject({
       status: 'Failed',
@@ -132,22 +187,37 @@ describe('POST /stages/{stageId}/resume', () => {
     });
     expect(stage.lastFailedAt).not.toBeNull();
     expect(stage.finishedAt).toBe(stage.lastFailedAt);
-    expect(stage.logs).toEqual([expect.objectContaining({ message: 'Rejected: budget not approved', logLevel: 'Warning', stageId })]);
+    expect(stage.logs).toEqual([
+      expect.objectContaining({
+        message: 'Rejected: budget not approved',
+        logLevel: 'Warning',
+        stageId,
+      }),
+    ]);
   });
 
   it('a rejection without a reason (omitted or null) logs "Rejected"', async () => {
     for (const json of [{ approved: false }, { approved: false, rejectionReason: null }]) {
       const { pipelineId, stageId } = await waitingStage();
       expectNoContent(await resume(stageId, json));
-      expect((await readStage(pipelineId, stageId)).logs).toEqual([expect.objectContaining({ message: 'Rejected', logLevel: 'Warning' })]);
+      expect((await readStage(pipelineId, stageId)).logs).toEqual([
+        expect.objectContaining({ message: 'Rejected', logLevel: 'Warning' }),
+      ]);
     }
   });
 
   it('a sensitive context value inside the rejection reason is redacted in the stage log', async () => {
     const { pipelineId, stageId } = await waitingStage();
-    expectNoContent(await resume(stageId, { approved: false, rejectionReason: `key ${secret} leaked in eu-west` }));
+    expectNoContent(
+      await resume(stageId, {
+        approved: false,
+        rejectionReason: `key ${secret} leaked in eu-west`,
+      }),
+    );
     const stage = await readStage(pipelineId, stageId);
-    expect(stage.logs.map((l) => l.message)).toEqual(['Rejected: key [REDACTED] leaked in eu-west']);
+    expect(stage.logs.map((l) => l.message)).toEqual([
+      'Rejected: key [REDACTED] leaked in eu-west',
+    ]);
     const stored = await gw.db.stageLog.findMany({ where: { stageId: BigInt(stageId) } });
     expect(stored.map((l) => l.message)).toEqual(['Rejected: key [REDACTED] leaked in eu-west']);
     expect(gw.logLines.filter((line) => line.includes(secret))).toEqual([]);
@@ -155,10 +225,14 @@ describe('POST /stages/{stageId}/resume', () => {
 
   it('a stage that is not waiting and has no recorded decision is a 409 stage_not_waiting', async () => {
     const { pipelineId, otherStageId } = await waitingStage();
-    for (const approved of [true, false]) expectProblem(await resume(otherStageId, { approved }), 409, 'stage_not_waiting');
+    for (const approved of [true, false])
+      expectProblem(await resume(otherStageId, { approved }), 409, 'stage_not_waiting');
     expect((await readStage(pipelineId, otherStageId)).status).toBe('NotStarted');
     // A stage that reached a terminal state without a decision refuses too.
-    await gw.db.stage.update({ where: { id: BigInt(otherStageId) }, data: { status: 'Cancelled', finishedAt: new Date() } });
+    await gw.db.stage.update({
+      where: { id: BigInt(otherStageId) },
+      data: { status: 'Cancelled', finishedAt: new Date() },
+    });
     expectProblem(await resume(otherStageId, { approved: true }), 409, 'stage_not_waiting');
   });
 
@@ -171,13 +245,24 @@ describe('POST /stages/{stageId}/resume', () => {
   it('an unknown stage is a 404; an invalid stage id is a 400 at stageId', async () => {
     expectProblem(await resume(9007199254740991, { approved: true }), 404, 'not_found');
     for (const id of ['0', '01', '-1', 'abc', '9007199254740992']) {
-      expectProblem(await gw.call('POST', `/stages/${id}/resume`, { json: { approved: true } }), 400, 'validation_failed', ['stageId']);
+      expectProblem(
+        await gw.call('POST', `/stages/${id}/resume`, { json: { approved: true } }),
+        400,
+        'validation_failed',
+        ['stageId'],
+      );
     }
   });
 
   it('a missing or non-boolean approved is a 400 at /approved', async () => {
     const { pipelineId, stageId } = await waitingStage();
-    for (const json of [{}, { approved: 'true' }, { approved: 1 }, { approved: null }, { rejectionReason: 'no decision' }]) {
+    for (const json of [
+      {},
+      { approved: 'true' },
+      { approved: 1 },
+      { approved: null },
+      { rejectionReason: 'no decision' },
+    ]) {
       expectProblem(await resume(stageId, json), 400, 'validation_failed', ['/approved']);
     }
     expect((await readStage(pipelineId, stageId)).status).toBe('WaitingForApproval');
@@ -185,10 +270,22 @@ describe('POST /stages/{stageId}/resume', () => {
 
   it('rejectionReason may have 4000 characters; 4001 or a non-string is a 400 at /rejectionReason', async () => {
     const { pipelineId, stageId } = await waitingStage();
-    expectProblem(await resume(stageId, { approved: false, rejectionReason: 'r'.repeat(4001) }), 400, 'validation_failed', ['/rejectionReason']);
-    expectProblem(await resume(stageId, { approved: false, rejectionReason: 17 }), 400, 'validation_failed', ['/rejectionReason']);
+    expectProblem(
+      await resume(stageId, { approved: false, rejectionReason: 'r'.repeat(4001) }),
+      400,
+      'validation_failed',
+      ['/rejectionReason'],
+    );
+    expectProblem(
+      await resume(stageId, { approved: false, rejectionReason: 17 }),
+      400,
+      'validation_failed',
+      ['/rejectionReason'],
+    );
     expect((await readStage(pipelineId, stageId)).status).toBe('WaitingForApproval');
     expectNoContent(await resume(stageId, { approved: false, rejectionReason: '😀'.repeat(4000) }));
-    expect((await readStage(pipelineId, stageId)).logs.map((l) => l.message)).toEqual([`Rejected: ${'😀'.repeat(4000)}`]);
+    expect((await readStage(pipelineId, stageId)).logs.map((l) => l.message)).toEqual([
+      `Rejected: ${'😀'.repeat(4000)}`,
+    ]);
   });
 });

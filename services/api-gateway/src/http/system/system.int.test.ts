@@ -1,7 +1,14 @@
 // GET /version and the legacy POST /logs (api-spec "System"; addendum §2, §5.7, §13 redaction, §16).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, logResponseSchema, problemDetailsSchema, versionInfoSchema, type FieldError, type JsonSchema } from '@po/contracts';
+import {
+  compile,
+  logResponseSchema,
+  problemDetailsSchema,
+  versionInfoSchema,
+  type FieldError,
+  type JsonSchema,
+} from '@po/contracts';
 import { runAdmin } from '../../admin/commands.js';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
 
@@ -27,7 +34,9 @@ function expectValidationProblem(reply: Reply, fields: string[]): void {
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
   expect(reply.body.code).toBe('validation_failed');
-  expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual([...fields].sort());
+  expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual(
+    [...fields].sort(),
+  );
 }
 
 const log = (json: unknown, key: string | null = null) => gw.call('POST', '/logs', { json, key });
@@ -48,46 +57,104 @@ describe('POST /logs', () => {
     const body = expectJson(await log({ message }), 200, logResponseSchema);
     expect(body).toEqual({ id: expect.any(Number), applicationId: null, stored: true });
     const row = await gw.db.systemLog.findUniqueOrThrow({ where: { id: BigInt(body.id) } });
-    expect(row).toMatchObject({ message, applicationId: null, logLevel: 'Information', pipelineId: null, stageId: null });
+    expect(row).toMatchObject({
+      message,
+      applicationId: null,
+      logLevel: 'Information',
+      pipelineId: null,
+      stageId: null,
+    });
   });
 
   it('a valid body apiKey attaches the line to its application', async () => {
-    const body = expectJson(await log({ message: 'with key', apiKey: gw.appB.key, logLevel: 'Debug' }), 200, logResponseSchema);
+    const body = expectJson(
+      await log({ message: 'with key', apiKey: gw.appB.key, logLevel: 'Debug' }),
+      200,
+      logResponseSchema,
+    );
     expect(body.applicationId).toBe(gw.appB.id);
     const row = await gw.db.systemLog.findUniqueOrThrow({ where: { id: BigInt(body.id) } });
     expect(row).toMatchObject({ applicationId: gw.appB.id, logLevel: 'Debug' });
   });
 
   it('an unknown body apiKey stores an unscoped line (applicationId null), never a 401', async () => {
-    const body = expectJson(await log({ message: 'unknown key', apiKey: 'pos_unknown' }), 200, logResponseSchema);
+    const body = expectJson(
+      await log({ message: 'unknown key', apiKey: 'pos_unknown' }),
+      200,
+      logResponseSchema,
+    );
     expect(body.applicationId).toBeNull();
   });
 
   it('the X-API-Key header does not scope a log line; only the body key decides', async () => {
-    const body = expectJson(await log({ message: 'header only' }, gw.appA.key), 200, logResponseSchema);
+    const body = expectJson(
+      await log({ message: 'header only' }, gw.appA.key),
+      200,
+      logResponseSchema,
+    );
     expect(body.applicationId).toBeNull();
-    expect(expectJson(await log({ message: 'bad header', apiKey: gw.appA.key }, 'pos_bad'), 200, logResponseSchema).applicationId).toBe(gw.appA.id);
+    expect(
+      expectJson(
+        await log({ message: 'bad header', apiKey: gw.appA.key }, 'pos_bad'),
+        200,
+        logResponseSchema,
+      ).applicationId,
+    ).toBe(gw.appA.id);
   });
 
   it('an EXPIRED key still attaches the line (the lookup ignores expiry)', async () => {
-    const expired = (await runAdmin(gw.db, ['apps', 'keys', 'create', '--app', String(gw.appA.id), '--expires-at', new Date(Date.now() - 3_600_000).toISOString()])) as { apiKey: string };
+    const expired = (await runAdmin(gw.db, [
+      'apps',
+      'keys',
+      'create',
+      '--app',
+      String(gw.appA.id),
+      '--expires-at',
+      new Date(Date.now() - 3_600_000).toISOString(),
+    ])) as { apiKey: string };
     // The key really is expired: an X-API-Key route refuses it.
     expect((await gw.call('GET', '/pipelines/1', { key: expired.apiKey })).status).toBe(401);
-    const body = expectJson(await log({ message: 'expired key', apiKey: expired.apiKey }), 200, logResponseSchema);
+    const body = expectJson(
+      await log({ message: 'expired key', apiKey: expired.apiKey }),
+      200,
+      logResponseSchema,
+    );
     expect(body.applicationId).toBe(gw.appA.id);
   });
 
   it('a disabled key stores an unscoped line (applicationId null), never a 401', async () => {
-    const key = (await runAdmin(gw.db, ['apps', 'keys', 'create', '--app', String(gw.appA.id)])) as { apiKey: string; keyId: number };
-    expect(expectJson(await log({ message: 'before disable', apiKey: key.apiKey }), 200, logResponseSchema).applicationId).toBe(gw.appA.id);
+    const key = (await runAdmin(gw.db, [
+      'apps',
+      'keys',
+      'create',
+      '--app',
+      String(gw.appA.id),
+    ])) as { apiKey: string; keyId: number };
+    expect(
+      expectJson(
+        await log({ message: 'before disable', apiKey: key.apiKey }),
+        200,
+        logResponseSchema,
+      ).applicationId,
+    ).toBe(gw.appA.id);
     await runAdmin(gw.db, ['apps', 'keys', 'disable', '--key-id', String(key.keyId)]);
-    const body = expectJson(await log({ message: 'disabled key', apiKey: key.apiKey }), 200, logResponseSchema);
+    const body = expectJson(
+      await log({ message: 'disabled key', apiKey: key.apiKey }),
+      200,
+      logResponseSchema,
+    );
     expect(body.applicationId).toBeNull();
   });
 
   it('a missing, empty or non-string message is a 400 at /message', async () => {
     const before = await gw.db.systemLog.count();
-    for (const json of [{}, { message: '' }, { message: null }, { message: 42 }, { apiKey: gw.appA.key }]) {
+    for (const json of [
+      {},
+      { message: '' },
+      { message: null },
+      { message: 42 },
+      { apiKey: gw.appA.key },
+    ]) {
       expectValidationProblem(await log(json), ['/message']);
     }
     expect(await gw.db.systemLog.count()).toBe(before);
@@ -96,23 +163,43 @@ describe('POST /logs', () => {
   it('message may have 65536 bytes; 65537 is a 400 at /message', async () => {
     const at = 'é'.repeat(32_768);
     const body = expectJson(await log({ message: at }), 200, logResponseSchema);
-    expect((await gw.db.systemLog.findUniqueOrThrow({ where: { id: BigInt(body.id) } })).message).toBe(at);
+    expect(
+      (await gw.db.systemLog.findUniqueOrThrow({ where: { id: BigInt(body.id) } })).message,
+    ).toBe(at);
     expectValidationProblem(await log({ message: `${at}a` }), ['/message']);
   });
 
   it('other fields are validated: logLevel 1..32, ids ≥ 1, keywords, created with an offset', async () => {
     expectValidationProblem(await log({ message: 'm', logLevel: '' }), ['/logLevel']);
     expectValidationProblem(await log({ message: 'm', logLevel: 'x'.repeat(33) }), ['/logLevel']);
-    expectValidationProblem(await log({ message: 'm', pipelineId: 0, stageId: '3' }), ['/pipelineId', '/stageId']);
-    expectValidationProblem(await log({ message: 'm', keywords: [{ key: 'k' }] }), ['/keywords/0/value']);
-    expectValidationProblem(await log({ message: 'm', created: '2025-03-01T12:00:00' }), ['/created']);
+    expectValidationProblem(await log({ message: 'm', pipelineId: 0, stageId: '3' }), [
+      '/pipelineId',
+      '/stageId',
+    ]);
+    expectValidationProblem(await log({ message: 'm', keywords: [{ key: 'k' }] }), [
+      '/keywords/0/value',
+    ]);
+    expectValidationProblem(await log({ message: 'm', created: '2025-03-01T12:00:00' }), [
+      '/created',
+    ]);
     const body = expectJson(
-      await log({ message: 'm', logLevel: 'x'.repeat(32), pipelineId: 987654321, stageId: 123, keywords: [{ key: 'k', value: 'v' }], created: '2025-03-01T13:00:00+01:00' }),
+      await log({
+        message: 'm',
+        logLevel: 'x'.repeat(32),
+        pipelineId: 987654321,
+        stageId: 123,
+        keywords: [{ key: 'k', value: 'v' }],
+        created: '2025-03-01T13:00:00+01:00',
+      }),
       200,
       logResponseSchema,
     );
     const row = await gw.db.systemLog.findUniqueOrThrow({ where: { id: BigInt(body.id) } });
-    expect(row).toMatchObject({ pipelineId: 987654321n, stageId: 123n, keywords: [{ key: 'k', value: 'v' }] });
+    expect(row).toMatchObject({
+      pipelineId: 987654321n,
+      stageId: 123n,
+      keywords: [{ key: 'k', value: 'v' }],
+    });
     expect(row.created.toISOString()).toBe('2025-03-01T12:00:00.000Z');
   });
 
@@ -138,7 +225,11 @@ describe('POST /logs', () => {
     });
     expect(created.status).toBe(200);
     const body = expectJson(
-      await log({ message: `login with ${secret} for not-secret-value, again ${secret}`, pipelineId: created.body.id, apiKey: gw.appA.key }),
+      await log({
+        message: `login with ${secret} for not-secret-value, again ${secret}`,
+        pipelineId: created.body.id,
+        apiKey: gw.appA.key,
+      }),
       200,
       logResponseSchema,
     );

@@ -1,0 +1,164 @@
+import type { ExecutionEnd, FailureOutcome, PipelineStatus, StageOptions, StageStatus } from '@po/domain';
+import type { DbOrTx } from '../db-types.js';
+
+const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
+
+export interface ExecutionState {
+  pipelineStatus: PipelineStatus;
+  stage: {
+    id: number;
+    pipelineId: number;
+    applicationId: number;
+    status: StageStatus;
+    attempt: number;
+    retryAttempt: number;
+    failureCount: number;
+    options: StageOptions;
+    currentExecutionId: string | null;
+    startedAt: Date | null;
+  };
+  /** The execution named by the caller, when it exists for this stage. */
+  execution: null | {
+    id: string;
+    attempt: number | null;
+    leaseOwner: string | null;
+    leaseExpiresAt: Date | null;
+    timeoutAt: Date | null;
+    endedAt: Date | null;
+    endReason: ExecutionEnd | null;
+  };
+}
+
+interface RawStage {
+  id: bigint;
+  pipeline_id: bigint;
+  application_id: number;
+  status: StageStatus;
+  attempt: number;
+  retry_attempt: number;
+  failure_count: number;
+  options: StageOptions;
+  current_execution_id: string | null;
+  started_at: Date | null;
+  pipeline_status: PipelineStatus;
+}
+
+/**
+ * Reads, under row locks, what lease, fencing and expiry decisions need. Lock order: pipeline
+ * (when `lockPipeline`), then stage, then execution. Null when the stage does not exist.
+ */
+export async function lockExecutionState(
+  tx: DbOrTx,
+  stageId: number,
+  executionId: string,
+  options: { lockPipeline: boolean },
+): Promise<ExecutionState | null> {
+  const sid = BigInt(stageId);
+  if (options.lockPipeline) {
+    await tx.$queryRaw`SELECT p.id FROM pipelines p JOIN stages s ON s.pipeline_id = p.id WHERE s.id = ${sid} FOR UPDATE OF p`;
+  }
+  const stages = await tx.$queryRaw<RawStage[]>`
+    SELECT s.id, s.pipeline_id, s.application_id, s.status::text AS status, s.attempt, s.retry_attempt,
+           s.failure_count, s.options, s.current_execution_id::text AS current_execution_id, s.started_at,
+           p.status::text AS pipeline_status
+    FROM stages s JOIN pipelines p ON p.id = s.pipeline_id
+    WHERE s.id = ${sid} FOR UPDATE OF s`;
+  const s = stages[0];
+  if (!s) return null;
+  const execution = UUID.test(executionId)
+    ? await tx.stageExecution.findFirst({ where: { id: executionId, stageId: sid } })
+    : null;
+  if (execution) await tx.$queryRaw`SELECT id FROM stage_executions WHERE id = ${executionId}::uuid FOR UPDATE`;
+  return {
+    pipelineStatus: s.pipeline_status,
+    stage: {
+      id: Number(s.id),
+      pipelineId: Number(s.pipeline_id),
+      applicationId: s.application_id,
+      status: s.status,
+      attempt: s.attempt,
+      retryAttempt: s.retry_attempt,
+      failureCount: s.failure_count,
+      options: s.options,
+      currentExecutionId: s.current_execution_id,
+      startedAt: s.started_at,
+    },
+    execution: execution && {
+      id: execution.id,
+      attempt: execution.attempt,
+      leaseOwner: execution.leaseOwner,
+      leaseExpiresAt: execution.leaseExpiresAt,
+      timeoutAt: execution.timeoutAt,
+      endedAt: execution.endedAt,
+      endReason: execution.endReason as ExecutionEnd | null,
+    },
+  };
+}
+
+/** Lease granted (addendum §7, §12): attempt + 1, Running, startedAt on the first grant, timeout clock starts. */
+export async function grantLease(
+  tx: DbOrTx,
+  state: ExecutionState,
+  grant: { executionId: string; attempt: number; workerId: string; now: Date; leaseExpiresAt: Date },
+): Promise<void> {
+  const timeOut = state.stage.options.timeOut;
+  await tx.stage.update({
+    where: { id: BigInt(state.stage.id) },
+    data: { status: 'Running', attempt: grant.attempt, startedAt: state.stage.startedAt ?? grant.now },
+  });
+  await tx.stageExecution.update({
+    where: { id: grant.executionId },
+    data: {
+      attempt: grant.attempt,
+      leaseOwner: grant.workerId,
+      leasedAt: grant.now,
+      leaseExpiresAt: grant.leaseExpiresAt,
+      timeoutAt: timeOut ? new Date(grant.now.getTime() + timeOut * 1000) : null,
+    },
+  });
+}
+
+export async function extendLease(tx: DbOrTx, executionId: string, leaseExpiresAt: Date): Promise<void> {
+  await tx.stageExecution.update({ where: { id: executionId }, data: { leaseExpiresAt } });
+}
+
+export async function endExecution(tx: DbOrTx, executionId: string, reason: ExecutionEnd, now: Date): Promise<void> {
+  await tx.stageExecution.update({ where: { id: executionId }, data: { endedAt: now, endReason: reason } });
+}
+
+/** Writes a failure's outcome (addendum §7, §10) onto the stage. */
+export async function recordStageFailure(tx: DbOrTx, stageId: number, outcome: FailureOutcome): Promise<void> {
+  await tx.stage.update({
+    where: { id: BigInt(stageId) },
+    data: {
+      status: outcome.status,
+      retryAttempt: outcome.retryAttempt,
+      failureCount: outcome.failureCount,
+      lastErrorCode: outcome.lastErrorCode,
+      lastFailedAt: outcome.lastFailedAt,
+      failureDisposition: outcome.failureDisposition,
+      nextRetryAt: outcome.nextRetryAt,
+      ...(outcome.finishedAt ? { finishedAt: outcome.finishedAt } : {}),
+    },
+  });
+}
+
+export async function insertStageLogs(
+  tx: DbOrTx,
+  stage: { id: number; pipelineId: number },
+  logs: { message: string; logLevel: string; created: Date }[],
+): Promise<void> {
+  if (logs.length === 0) return;
+  await tx.stageLog.createMany({
+    data: logs.map((l) => ({ ...l, stageId: BigInt(stage.id), pipelineId: BigInt(stage.pipelineId) })),
+  });
+}
+
+/** Live executions whose lease or handler timeout has passed (addendum §11). */
+export async function expiredExecutions(db: DbOrTx, now: Date, limit: number) {
+  const rows = await db.$queryRaw<{ id: string; stage_id: bigint }[]>`
+    SELECT id::text AS id, stage_id FROM stage_executions
+    WHERE ended_at IS NULL AND (lease_expires_at < ${now} OR timeout_at < ${now})
+    ORDER BY LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) LIMIT ${limit}`;
+  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id) }));
+}

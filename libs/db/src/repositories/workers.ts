@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import type { Prisma } from '../generated/prisma/client.js';
+import type { DbOrTx } from '../db-types.js';
+
+export interface BootstrapInput {
+  applicationId: number;
+  instanceId: string;
+  workerName: string | null;
+  handlers: string[];
+  sdkVersion: string | null;
+  hostname: string | null;
+  metadata: Record<string, unknown> | null;
+  tokenHash: string;
+  now: Date;
+  expiresAt: Date;
+}
+
+/**
+ * Bootstrap (addendum §5.3): one worker record per (application, instanceId), Active, with a new
+ * session; every older session of that worker is superseded in the same transaction, so the old
+ * token stops working everywhere at once. Call inside a transaction.
+ */
+export async function bootstrapWorker(tx: DbOrTx, input: BootstrapInput): Promise<{ workerId: string }> {
+  const profile = {
+    workerName: input.workerName,
+    handlers: input.handlers,
+    sdkVersion: input.sdkVersion,
+    hostname: input.hostname,
+    metadata: input.metadata === null ? undefined : (input.metadata as Prisma.InputJsonValue),
+    status: 'Active' as const,
+  };
+  const worker = await tx.worker.upsert({
+    where: { applicationId_instanceId: { applicationId: input.applicationId, instanceId: input.instanceId } },
+    create: { id: randomUUID(), applicationId: input.applicationId, instanceId: input.instanceId, ...profile },
+    update: profile,
+    select: { id: true },
+  });
+  await tx.workerSession.updateMany({ where: { workerId: worker.id, supersededAt: null }, data: { supersededAt: input.now } });
+  await tx.workerSession.create({
+    data: { tokenHash: input.tokenHash, workerId: worker.id, applicationId: input.applicationId, createdAt: input.now, expiresAt: input.expiresAt },
+  });
+  await tx.workerEvent.create({
+    data: { workerId: worker.id, applicationId: input.applicationId, kind: 'started', at: input.now, message: 'bootstrap' },
+  });
+  return { workerId: worker.id };
+}
+
+export interface WorkerSessionRecord {
+  workerId: string;
+  applicationId: number;
+  expiresAt: Date;
+}
+
+/** The current (not superseded) session of a token hash, expired or not. */
+export async function findCurrentSession(db: DbOrTx, tokenHash: string): Promise<WorkerSessionRecord | null> {
+  const s = await db.workerSession.findUnique({ where: { tokenHash } });
+  if (!s || s.supersededAt) return null;
+  return { workerId: s.workerId, applicationId: s.applicationId, expiresAt: s.expiresAt };
+}
+
+/** A heartbeat records when it was seen and the counters; after shutdown it makes the worker Active again. */
+export async function recordHeartbeat(
+  db: DbOrTx,
+  workerId: string,
+  beat: { now: Date; inFlight?: number; processed?: number; failed?: number },
+): Promise<void> {
+  await db.worker.update({
+    where: { id: workerId },
+    data: { lastHeartbeatAt: beat.now, status: 'Active', inFlight: beat.inFlight, processed: beat.processed, failed: beat.failed },
+  });
+}
+
+export interface WorkerEventInput {
+  kind: string;
+  at: Date;
+  message: string | null;
+  stageId: number | null;
+  pipelineId: number | null;
+  data: Record<string, unknown> | null;
+}
+
+export async function insertWorkerEvents(db: DbOrTx, worker: { workerId: string; applicationId: number }, events: WorkerEventInput[]): Promise<void> {
+  await db.workerEvent.createMany({
+    data: events.map((e) => ({
+      workerId: worker.workerId,
+      applicationId: worker.applicationId,
+      kind: e.kind,
+      at: e.at,
+      message: e.message,
+      stageId: e.stageId === null ? null : BigInt(e.stageId),
+      pipelineId: e.pipelineId === null ? null : BigInt(e.pipelineId),
+      data: e.data === null ? undefined : (e.data as Prisma.InputJsonValue),
+    })),
+  });
+}
+
+/** Shutdown marks the worker Stopped and records a `stopped` event; the token stays valid. */
+export async function recordShutdown(tx: DbOrTx, worker: { workerId: string; applicationId: number }, reason: string | null, now: Date): Promise<void> {
+  await tx.worker.update({ where: { id: worker.workerId }, data: { status: 'Stopped' } });
+  await tx.workerEvent.create({
+    data: { workerId: worker.workerId, applicationId: worker.applicationId, kind: 'stopped', at: now, message: reason },
+  });
+}
+
+/** Ownership and shape facts the result endpoint checks before publishing. */
+export async function stageForResult(db: DbOrTx, stageId: number) {
+  const stage = await db.stage.findUnique({
+    where: { id: BigInt(stageId) },
+    select: { applicationId: true, pipelineId: true },
+  });
+  if (!stage) return null;
+  const names = await db.stage.findMany({ where: { pipelineId: stage.pipelineId }, orderBy: { position: 'asc' }, select: { name: true } });
+  return { applicationId: stage.applicationId, pipelineId: Number(stage.pipelineId), stageNames: names.map((n) => n.name) };
+}

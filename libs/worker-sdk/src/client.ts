@@ -1,0 +1,225 @@
+// HTTP calls of the worker protocol, one method per endpoint. Every call has a timeout; failures
+// are typed: ApiError (non-2xx), TransportError (unknown outcome), ProtocolError (unusable body).
+import { ApiError, ProtocolError, TransportError } from './errors.js';
+import type {
+  BootstrapRequest,
+  BootstrapResponse,
+  HeartbeatRequest,
+  JsonObject,
+  PullJobResponse,
+  StageLeaseRequest,
+  StageLeaseResponse,
+  StageResultAccepted,
+  StageResultSubmit,
+  WorkerEvent,
+} from './protocol.js';
+import { parseRetryAfter } from './util.js';
+
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+export interface WorkerClientOptions {
+  /** Base URL of the worker routes (/workers/*, /jobs/*, /stages/*), without a trailing slash. */
+  baseUrl: string;
+  apiKey: string;
+  requestTimeoutMs: number;
+  fetch?: FetchLike;
+}
+
+interface CallOptions {
+  body?: unknown;
+  apiKey?: boolean;
+  session?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  ok: readonly number[];
+}
+
+/** A pulled delivery whose payload cannot be used; `token` lets the caller acknowledge it. */
+export class MalformedDeliveryError extends ProtocolError {
+  constructor(
+    readonly token: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class WorkerClient {
+  private readonly baseUrl: string;
+  private readonly fetch: FetchLike;
+
+  constructor(private readonly options: WorkerClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetch = options.fetch ?? ((url, init) => globalThis.fetch(url, init));
+  }
+
+  async bootstrap(body: BootstrapRequest, signal?: AbortSignal): Promise<BootstrapResponse> {
+    const path = '/workers/bootstrap';
+    const json = await this.call('POST', path, { body, apiKey: true, signal, ok: [200] });
+    const r = asObject(json, path);
+    if (
+      typeof r.workerId !== 'string' ||
+      typeof r.sessionToken !== 'string' ||
+      typeof r.applicationId !== 'number' ||
+      !Array.isArray(r.queues) ||
+      !r.queues.every((q) => typeof q === 'string')
+    ) {
+      throw new ProtocolError(`${path}: response lacks workerId, sessionToken, applicationId or queues`);
+    }
+    return r as unknown as BootstrapResponse;
+  }
+
+  async heartbeat(session: string, body: HeartbeatRequest): Promise<void> {
+    await this.call('POST', '/workers/heartbeat', { body, session, ok: [200, 204] });
+  }
+
+  async events(session: string, body: { workerId: string; events: WorkerEvent[] }): Promise<void> {
+    await this.call('POST', '/workers/events', { body, session, ok: [200, 204] });
+  }
+
+  async shutdown(session: string, body: { workerId: string; reason?: string }): Promise<void> {
+    await this.call('POST', '/workers/shutdown', { body, session, ok: [200, 204] });
+  }
+
+  /** Long-polls one queue. Null when nothing arrived before the deadline (204). */
+  async pull(
+    queue: string,
+    waitSeconds: number,
+    signal?: AbortSignal,
+  ): Promise<PullJobResponse | null> {
+    const path = '/jobs/pull';
+    const json = await this.call('POST', path, {
+      body: { queue, waitSeconds },
+      apiKey: true,
+      signal,
+      timeoutMs: waitSeconds * 1000 + this.options.requestTimeoutMs,
+      ok: [200, 204],
+    });
+    if (json === undefined) return null;
+    const r = asObject(json, path);
+    if (typeof r.token !== 'string' || r.token === '') {
+      throw new ProtocolError(`${path}: response has no token`);
+    }
+    const payload = r.payload as Partial<Record<string, unknown>> | null | undefined;
+    if (
+      typeof payload !== 'object' ||
+      payload === null ||
+      !Number.isSafeInteger(payload.stageId) ||
+      !Number.isSafeInteger(payload.pipelineId) ||
+      typeof payload.executionId !== 'string' ||
+      payload.executionId === ''
+    ) {
+      throw new MalformedDeliveryError(r.token, `${path}: payload lacks stageId, pipelineId or executionId`);
+    }
+    return {
+      token: r.token,
+      queue: typeof r.queue === 'string' ? r.queue : queue,
+      messageId: typeof r.messageId === 'string' ? r.messageId : '',
+      headers: isObject(r.headers) ? r.headers : {},
+      payload: {
+        ...payload,
+        input: typeof payload.input === 'string' ? payload.input : '',
+        pipelineContextItems: Array.isArray(payload.pipelineContextItems)
+          ? payload.pipelineContextItems
+          : [],
+        previousAttempts: Number.isSafeInteger(payload.previousAttempts) ? payload.previousAttempts : 0,
+        timeOutSeconds: typeof payload.timeOutSeconds === 'number' ? payload.timeOutSeconds : null,
+      } as PullJobResponse['payload'],
+    };
+  }
+
+  /** Acknowledges a delivery. Must reach the API process that served the pull (sticky routing). */
+  async ack(token: string, requeue = false): Promise<void> {
+    await this.call('POST', '/jobs/ack', { body: { token, requeue }, ok: [200, 204] });
+  }
+
+  acquireLease(session: string, stageId: number, body: StageLeaseRequest): Promise<StageLeaseResponse> {
+    return this.lease('acquire', session, stageId, body);
+  }
+
+  renewLease(session: string, stageId: number, body: StageLeaseRequest): Promise<StageLeaseResponse> {
+    return this.lease('renew', session, stageId, body);
+  }
+
+  async submitResult(session: string, body: StageResultSubmit): Promise<StageResultAccepted> {
+    const path = `/stages/${body.stageId}/result`;
+    const json = await this.call('POST', path, { body, apiKey: true, session, ok: [200, 202] });
+    const r = isObject(json) ? json : {};
+    return {
+      accepted: r.accepted !== false,
+      stageId: typeof r.stageId === 'number' ? r.stageId : body.stageId,
+      executionId: typeof r.executionId === 'string' ? r.executionId : body.executionId,
+    };
+  }
+
+  private async lease(
+    op: 'acquire' | 'renew',
+    session: string,
+    stageId: number,
+    body: StageLeaseRequest,
+  ): Promise<StageLeaseResponse> {
+    const path = `/stages/${stageId}/lease/${op}`;
+    const r = asObject(await this.call('POST', path, { body, session, ok: [200] }), path);
+    if (typeof r.acquired !== 'boolean') throw new ProtocolError(`${path}: response has no acquired`);
+    return {
+      acquired: r.acquired,
+      attempt: typeof r.attempt === 'number' ? r.attempt : null,
+      leaseExpiresAt: typeof r.leaseExpiresAt === 'string' ? r.leaseExpiresAt : null,
+      reason: typeof r.reason === 'string' ? r.reason : null,
+    };
+  }
+
+  private async call(method: string, path: string, o: CallOptions): Promise<unknown> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (o.body !== undefined) headers['content-type'] = 'application/json';
+    if (o.apiKey) headers['x-api-key'] = this.options.apiKey;
+    if (o.session !== undefined) headers['x-worker-session'] = o.session;
+    const timeout = AbortSignal.timeout(o.timeoutMs ?? this.options.requestTimeoutMs);
+    const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
+    let status: number;
+    let text: string;
+    let retryAfter: string | null;
+    try {
+      const res = await this.fetch(this.baseUrl + path, {
+        method,
+        headers,
+        body: o.body === undefined ? undefined : JSON.stringify(o.body),
+        signal,
+      });
+      status = res.status;
+      retryAfter = res.headers.get('retry-after');
+      text = await res.text();
+    } catch (err) {
+      if (o.signal?.aborted) throw o.signal.reason ?? err;
+      throw new TransportError(method, path, timeout.aborted, err);
+    }
+    if (!o.ok.includes(status)) {
+      const problem = parseJson(text);
+      const code = isObject(problem) && typeof problem.code === 'string' ? problem.code : undefined;
+      const detail =
+        isObject(problem) && typeof problem.detail === 'string' ? problem.detail : undefined;
+      throw new ApiError(method, path, status, code, detail, parseRetryAfter(retryAfter));
+    }
+    if (text.trim() === '') return undefined;
+    const json = parseJson(text);
+    if (json === undefined) throw new ProtocolError(`${method} ${path}: response is not JSON`);
+    return json;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function asObject(value: unknown, path: string): JsonObject {
+  if (!isObject(value)) throw new ProtocolError(`${path}: response is not a JSON object`);
+  return value;
+}

@@ -1,0 +1,267 @@
+// One delivery, from lease to ack: acquire the lease (refused → ack without executing), run the
+// handler while renewing the lease, post the result (the same body again on an unknown outcome,
+// never re-running the handler), and ack only after the 202.
+import type { WorkerClient } from './client.js';
+import { createCollected, createContext } from './context.js';
+import {
+  ApiError,
+  describe,
+  isRetryable,
+  isStatus,
+  LeaseLostError,
+  StageTimeoutError,
+} from './errors.js';
+import type { EventBatcher } from './events.js';
+import { LeaseKeeper } from './lease.js';
+import type { LogFields, Logger } from './logger.js';
+import type { ResolvedOptions } from './options.js';
+import { buildResultBody, fromReturn, fromThrow } from './outcome.js';
+import type { Outcome } from './outcome.js';
+import type { PullJobResponse, StageLeaseResponse, StageResultSubmit } from './protocol.js';
+import type { Session } from './session.js';
+import type { StageHandler } from './types.js';
+import { backoffDelay, sleep } from './util.js';
+
+export interface Counters {
+  inFlight: number;
+  processed: number;
+  failed: number;
+}
+
+export interface JobDeps {
+  client: WorkerClient;
+  session: Session;
+  events: EventBatcher;
+  logger: Required<Logger>;
+  options: ResolvedOptions;
+  counters: Counters;
+  /** Aborts when stop() gives up waiting; running handlers see it on ctx.signal. */
+  stopSignal: AbortSignal;
+}
+
+type Delivery = 'accepted' | 'lease_lost' | 'rejected' | 'undelivered';
+
+export class JobRunner {
+  constructor(private readonly deps: JobDeps) {}
+
+  async run(delivery: PullJobResponse, handlerName: string, handler: StageHandler): Promise<void> {
+    const m = delivery.payload;
+    const fields: LogFields = {
+      stageId: m.stageId,
+      pipelineId: m.pipelineId,
+      executionId: m.executionId,
+      handler: handlerName,
+    };
+    const lease = await this.acquire(delivery, fields);
+    if (lease === 'unavailable') {
+      await this.ack(delivery.token, true, fields);
+      return;
+    }
+    if (lease === 'rejected') {
+      await this.ack(delivery.token, false, fields);
+      return;
+    }
+    if (!lease.acquired) {
+      this.deps.logger.info('lease refused; acknowledging the delivery without executing', {
+        ...fields,
+        reason: lease.reason,
+      });
+      await this.ack(delivery.token, false, fields);
+      return;
+    }
+    const attempt = lease.attempt ?? m.previousAttempts + 1;
+    const { counters } = this.deps;
+    counters.inFlight += 1;
+    try {
+      await this.execute(delivery, handlerName, handler, attempt, { ...fields, attempt });
+    } finally {
+      counters.inFlight -= 1;
+    }
+  }
+
+  private async execute(
+    delivery: PullJobResponse,
+    handlerName: string,
+    handler: StageHandler,
+    attempt: number,
+    fields: LogFields,
+  ): Promise<void> {
+    const { client, session, events, logger, options, counters, stopSignal } = this.deps;
+    const m = delivery.payload;
+    const ids = { stageId: m.stageId, pipelineId: m.pipelineId };
+    const data = { executionId: m.executionId, attempt, handler: handlerName };
+    const controller = new AbortController();
+    const keeper = new LeaseKeeper({
+      intervalMs: options.leaseRenewIntervalMs,
+      logger,
+      fields,
+      renew: () =>
+        session.call((token, workerId) =>
+          client.renewLease(token, m.stageId, { executionId: m.executionId, workerId }),
+        ),
+      onLost: (reason) => controller.abort(new LeaseLostError(reason)),
+    });
+    const onStop = () => controller.abort(stopSignal.reason);
+    const timeout =
+      m.timeOutSeconds === null
+        ? undefined
+        : setTimeout(
+            () => controller.abort(new StageTimeoutError(m.timeOutSeconds ?? 0)),
+            m.timeOutSeconds * 1000,
+          );
+    keeper.start();
+    stopSignal.addEventListener('abort', onStop, { once: true });
+    if (stopSignal.aborted) onStop();
+    events.push({ kind: 'stage_started', ...ids, data });
+    logger.debug('stage started', fields);
+
+    const started = Date.now();
+    const collected = createCollected();
+    const ctx = createContext({ delivery, handler: handlerName, attempt, signal: controller.signal, collected });
+    let outcome: Outcome;
+    try {
+      outcome = fromReturn(await handler(ctx));
+    } catch (err) {
+      outcome = fromThrow(err, controller.signal.aborted ? controller.signal.reason : undefined);
+    } finally {
+      clearTimeout(timeout);
+      stopSignal.removeEventListener('abort', onStop);
+    }
+    const durationMs = Date.now() - started;
+
+    let result: Delivery = 'lease_lost';
+    if (keeper.lost === undefined) {
+      const body = buildResultBody(m, attempt, outcome, collected);
+      result = await this.postResult(body, keeper, fields);
+    }
+    keeper.stop();
+
+    if (result === 'accepted' && outcome.isSuccess) {
+      counters.processed += 1;
+      events.push({
+        kind: 'stage_completed',
+        ...ids,
+        data: { ...data, durationMs, waitingForApproval: outcome.isWaitingForApproval },
+      });
+      logger.debug('stage completed', { ...fields, durationMs });
+    } else if (result === 'accepted') {
+      counters.failed += 1;
+      events.push({
+        kind: 'stage_failed',
+        ...ids,
+        data: { ...data, durationMs, errorCode: outcome.errorCode ?? null },
+      });
+      logger.warn('stage failed', { ...fields, errorCode: outcome.errorCode, durationMs });
+    } else {
+      counters.failed += 1;
+      if (result === 'lease_lost') {
+        const reason = keeper.lost ?? 'refused';
+        events.push({ kind: 'lease_lost', ...ids, message: `lease lost: ${reason}`, data: { ...data, reason } });
+      } else {
+        events.push({ kind: 'error', ...ids, message: `result ${result}`, data });
+      }
+    }
+    // Ack only now: after the 202, or when no result will ever be sent for this delivery.
+    await this.ack(delivery.token, false, fields);
+  }
+
+  private async acquire(
+    delivery: PullJobResponse,
+    fields: LogFields,
+  ): Promise<StageLeaseResponse | 'unavailable' | 'rejected'> {
+    const { client, session, logger, options } = this.deps;
+    const m = delivery.payload;
+    for (let i = 0; ; i++) {
+      try {
+        return await session.call((token, workerId) =>
+          client.acquireLease(token, m.stageId, { executionId: m.executionId, workerId }),
+        );
+      } catch (err) {
+        if (isRetryable(err) && i < 2) {
+          await sleep(backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs));
+          continue;
+        }
+        const retryable = isRetryable(err);
+        logger.warn(
+          retryable
+            ? 'lease acquisition failed; returning the delivery to the queue'
+            : 'lease acquisition rejected; dropping the delivery',
+          { ...fields, error: describe(err) },
+        );
+        if (!retryable) {
+          this.deps.events.push({
+            kind: 'error',
+            stageId: m.stageId,
+            pipelineId: m.pipelineId,
+            message: `lease acquisition rejected: ${describe(err)}`,
+          });
+        }
+        return retryable ? 'unavailable' : 'rejected';
+      }
+    }
+  }
+
+  /** Posts the same body until 202, a definitive refusal, a lost lease, or the retry deadline. */
+  private async postResult(
+    body: StageResultSubmit,
+    keeper: LeaseKeeper,
+    fields: LogFields,
+  ): Promise<Delivery> {
+    const { client, session, logger, options } = this.deps;
+    const deadline = Date.now() + options.resultRetryTimeoutMs;
+    for (let i = 0; ; i++) {
+      if (keeper.lost !== undefined) return 'lease_lost';
+      try {
+        await session.call((token) => client.submitResult(token, body));
+        return 'accepted';
+      } catch (err) {
+        if (!isRetryable(err)) {
+          logger.error('result rejected by the server', { ...fields, error: describe(err) });
+          return 'rejected';
+        }
+        const delay =
+          err instanceof ApiError && err.retryAfterMs !== undefined
+            ? err.retryAfterMs
+            : backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs);
+        if (Date.now() + delay > deadline) {
+          logger.error('result could not be delivered; giving up', { ...fields, error: describe(err) });
+          return 'undelivered';
+        }
+        logger.warn('result outcome unknown; sending the same result again', {
+          ...fields,
+          retry: i + 1,
+          delayMs: delay,
+          error: describe(err),
+        });
+        await sleep(delay);
+      }
+    }
+  }
+
+  /** Acks on the gateway that served the pull (same base URL; relies on sticky routing). */
+  private async ack(token: string, requeue: boolean, fields: LogFields): Promise<void> {
+    const { client, logger, options } = this.deps;
+    for (let i = 0; i < 3; i++) {
+      try {
+        await client.ack(token, requeue);
+        return;
+      } catch (err) {
+        if (isStatus(err, 404)) {
+          // Expired, already acknowledged (a retried ack), or held by another gateway process.
+          const message = 'delivery token not held by the gateway';
+          if (i === 0) logger.warn(message, fields);
+          else logger.debug(message, fields);
+          return;
+        }
+        if (!isRetryable(err) || i === 2) {
+          logger.warn('ack failed; the delivery returns after the visibility timeout', {
+            ...fields,
+            error: describe(err),
+          });
+          return;
+        }
+        await sleep(backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs));
+      }
+    }
+  }
+}

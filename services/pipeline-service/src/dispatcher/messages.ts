@@ -1,0 +1,42 @@
+import { stageQueueName, type StageNextMessage } from '@po/contracts';
+import type { StageOptions } from '@po/domain';
+
+export interface MessageSource {
+  applicationId: number;
+  pipelineId: number;
+  traceId: string;
+  stage: { id: number; name: string; handlerName: string; input: string; options: StageOptions; spanId: string; attempt: number };
+  executionId: string;
+  context: { key: string; value: string; valueType: string | null; isSensitive: boolean }[];
+  dispatchedAt: Date;
+}
+
+/** StageNextMessage (addendum §5.1): real context values, sensitive ones included, for the worker only. */
+export function stageNextMessage(m: MessageSource): { queue: string; message: StageNextMessage } {
+  return {
+    queue: stageQueueName(m.applicationId, m.stage.handlerName),
+    message: {
+      applicationId: m.applicationId,
+      pipelineId: m.pipelineId,
+      stageId: m.stage.id,
+      executionId: m.executionId,
+      stageName: m.stage.name,
+      stageHandlerName: m.stage.handlerName,
+      input: m.stage.input,
+      options: m.stage.options,
+      pipelineContextItems: m.context.map((c) => ({ ...c, isDeleted: false })),
+      traceId: m.traceId,
+      spanId: m.stage.spanId,
+      dispatchedAt: m.dispatchedAt.toISOString(),
+      timeOutSeconds: m.stage.options.timeOut,
+      previousAttempts: m.stage.attempt,
+    },
+  };
+}
+
+/** Groups messages by queue, keeping dispatch order inside each queue. */
+export function byQueue(items: { queue: string; message: StageNextMessage }[]): Map<string, StageNextMessage[]> {
+  const grouped = new Map<string, StageNextMessage[]>();
+  for (const { queue, message } of items) grouped.set(queue, [...(grouped.get(queue) ?? []), message]);
+  return grouped;
+}

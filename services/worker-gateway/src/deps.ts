@@ -1,0 +1,12 @@
+import type { Db } from '@po/db';
+import type { StageResultsProducer } from '@po/queues';
+import type { Logger } from '@po/telemetry';
+import type { WorkerGatewayConfig } from './config.js';
+
+export interface Deps {
+  db: Db;
+  results: StageResultsProducer;
+  logger: Logger;
+  clock: () => Date;
+  config: WorkerGatewayConfig;
+}

@@ -1,0 +1,45 @@
+import { BrokerUnavailable, Forbidden, NotFound, Unauthorized, ValidationFailed, checkAddedStages, stageFromInfo } from '@po/domain';
+import { stageForResult } from '@po/db';
+import type { StageResultSubmit } from '@po/contracts';
+import type { Deps } from '../deps.js';
+import type { SessionState } from '../sessions/auth.js';
+
+/**
+ * POST /stages/{id}/result (api-spec Behaviour rule 3, addendum §5.2, §13, §15): checks
+ * credentials, shape and ownership, then publishes persistently. 202 means Redis confirmed the
+ * job, not that it was applied: fencing happens in the result-consumer.
+ */
+export async function submitResult(
+  deps: Deps,
+  auth: { applicationId: number; session: SessionState },
+  stageId: number,
+  body: StageResultSubmit,
+): Promise<{ accepted: true; stageId: number; executionId: string }> {
+  if (auth.session.applicationId !== auth.applicationId) {
+    throw new Unauthorized('The worker session belongs to another application than the API key.');
+  }
+  if (body.stageId !== stageId) throw ValidationFailed.at('/stageId', 'must equal the stageId of the route');
+  const stage = await stageForResult(deps.db, stageId);
+  if (!stage) throw new NotFound(`Stage ${stageId} not found.`);
+  if (stage.applicationId !== auth.applicationId) throw new Forbidden(`Stage ${stageId} belongs to another application.`);
+  if (body.pipelineId !== undefined && body.pipelineId !== null && body.pipelineId !== stage.pipelineId) {
+    throw ValidationFailed.at('/pipelineId', `must be the stage's pipeline (${stage.pipelineId})`);
+  }
+  if (body.appendedStages && body.appendedStages.length > 0) {
+    const errors = checkAddedStages(stage.stageNames, body.appendedStages.map(stageFromInfo), '/appendedStages');
+    if (errors.length > 0) throw new ValidationFailed(errors);
+  }
+  try {
+    await deps.results.publish({
+      applicationId: auth.applicationId,
+      stageId,
+      workerId: auth.session.workerId,
+      receivedAt: deps.clock().toISOString(),
+      result: body,
+    });
+  } catch (err) {
+    deps.logger.warn({ err, stageId }, 'result not confirmed by the broker');
+    throw new BrokerUnavailable();
+  }
+  return { accepted: true, stageId, executionId: body.executionId };
+}
