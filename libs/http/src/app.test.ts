@@ -1,4 +1,7 @@
 import { Writable } from 'node:stream';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- problem bodies are read loosely
+type Json = any;
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotFound } from '@po/domain';
 import { createLogger } from '@po/telemetry';
@@ -28,10 +31,10 @@ beforeAll(async () => {
   const router = createRouter();
   const goodHash = hashSecret('good-key');
   const auth = apiKeyAuth(async (hash) => (hash === goodHash ? { applicationId: 7, keyId: 1 } : null));
-  const acceptObject = (data: unknown) =>
+  const acceptObject = (data: unknown): { ok: true; value: unknown } | { ok: false; errors: { field: string; message: string }[] } =>
     typeof data === 'object' && data !== null && !Array.isArray(data)
-      ? ({ ok: true, value: data } as const)
-      : ({ ok: false, errors: [{ field: '', message: 'must be an object' }] } as const);
+      ? { ok: true, value: data }
+      : { ok: false, errors: [{ field: '', message: 'must be an object' }] };
   router.post('/echo', auth, jsonBody(acceptObject, 64), (ctx) => sendJson(ctx, 200, { got: ctx.state.body, app: ctx.state.applicationId }));
   router.get('/boom', () => {
     throw new Error('secret internals');
@@ -60,7 +63,7 @@ describe('koa app factory', () => {
     const res = await post('{"a":');
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    const body = await res.json();
+    const body: Json = await res.json();
     expect(body).toMatchObject({ code: 'validation_failed', status: 400, instance: '/echo', errors: [{ field: '' }] });
     expect(body.type).toBe('urn:problem-type:pipeline-orchestration:validation_failed');
   });
@@ -68,7 +71,7 @@ describe('koa app factory', () => {
   it('refuses a body over the limit by its Content-Length with 413', async () => {
     const res = await post(JSON.stringify({ pad: 'x'.repeat(100) }));
     expect(res.status).toBe(413);
-    expect((await res.json()).code).toBe('payload_too_large');
+    expect(((await res.json()) as Json).code).toBe('payload_too_large');
   });
 
   it('refuses a chunked body the moment it passes the limit', async () => {
@@ -87,27 +90,27 @@ describe('koa app factory', () => {
   it('checks credentials before the body size (addendum §3 order)', async () => {
     const res = await post(JSON.stringify({ pad: 'x'.repeat(100) }), {});
     expect(res.status).toBe(401);
-    expect((await res.json()).code).toBe('unauthorized');
+    expect(((await res.json()) as Json).code).toBe('unauthorized');
     expect((await post('{}', { 'x-api-key': 'bad' })).status).toBe(401);
   });
 
   it('answers an unknown route, and a known path with another method, with a 404 problem', async () => {
     for (const res of [await fetch(`${url}/nowhere`), await fetch(`${url}/echo`)]) {
       expect(res.status).toBe(404);
-      expect((await res.json()).code).toBe('not_found');
+      expect(((await res.json()) as Json).code).toBe('not_found');
     }
   });
 
   it('maps domain errors by code', async () => {
     const res = await fetch(`${url}/missing`);
     expect(res.status).toBe(404);
-    expect((await res.json()).detail).toBe('No such thing.');
+    expect(((await res.json()) as Json).detail).toBe('No such thing.');
   });
 
   it('answers an unexpected error with 500, an error id and no internals, and logs the cause', async () => {
     const res = await fetch(`${url}/boom`);
     expect(res.status).toBe(500);
-    const body = await res.json();
+    const body: Json = await res.json();
     expect(body.code).toBe('internal');
     expect(JSON.stringify(body)).not.toContain('secret internals');
     const errorId = /reference ([\da-f-]+)/.exec(body.detail)?.[1];
@@ -118,8 +121,8 @@ describe('koa app factory', () => {
   it('uses the trace id of an incoming traceparent as the problem traceId', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const res = await fetch(`${url}/nowhere`, { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
-    expect((await res.json()).traceId).toBe(traceId);
-    const generated = (await (await fetch(`${url}/nowhere`)).json()).traceId;
+    expect(((await res.json()) as Json).traceId).toBe(traceId);
+    const generated = ((await (await fetch(`${url}/nowhere`)).json()) as Json).traceId;
     expect(generated).toMatch(/^[\da-f]{32}$/);
     expect(generated).not.toBe(traceId);
   });

@@ -112,6 +112,10 @@ describe('lease renew (addendum §12 Renew table, §11, §19.3)', () => {
     expect(renew(pending())).toEqual(refused('not_owner'));
   });
 
+  it('row 5: an execution with a lease but no attempt number counts as never leased → not_owner', () => {
+    expect(renew(running({ attempt: null }))).toEqual(refused('not_owner'));
+  });
+
   it('row 5: leased by another worker → not_owner', () => {
     expect(renew(running(), EXEC, 'worker-2')).toEqual(refused('not_owner'));
   });

@@ -48,9 +48,9 @@ describe('dependencies (addendum §6, §7)', () => {
     expect(ids(dependenciesOf(s, at(s, 1)))).toEqual([10]);
   });
 
-  it('uses position, not array order', () => {
-    const s = pipeline(['a', 'Completed'], ['b', 'NotStarted']).reverse();
-    expect(ids(dependenciesOf(s, at(s, 0)))).toEqual([10]);
+  it('uses position, not array order, and returns the dependencies in position order', () => {
+    const s = pipeline(['a', 'Completed'], ['b', 'Completed'], ['c', 'NotStarted']).reverse();
+    expect(ids(dependenciesOf(s, at(s, 0)))).toEqual([10, 20]);
   });
 });
 
@@ -163,6 +163,11 @@ describe('planDispatch (addendum §7, §9)', () => {
       ['b', 'NotStarted', { dependsOn: ['a'] }],
       ['c', 'NotStarted', { dependsOn: ['b'] }],
     ).reverse();
+    expect(planDispatch(s, NOW, null).skip).toEqual([20, 30]);
+  });
+
+  it('stages doomed in the same round are listed in ascending id order whatever the input order', () => {
+    const s = pipeline(['a', 'Failed'], ['b', 'NotStarted', { dependsOn: ['a'] }], ['c', 'NotStarted', { dependsOn: ['a'] }]).reverse();
     expect(planDispatch(s, NOW, null).skip).toEqual([20, 30]);
   });
 

@@ -47,7 +47,7 @@ export function isReady(stages: readonly StageNode[], stage: StageNode): boolean
 
 /** §7 Doomed: some dependency Failed/Skipped/Cancelled and runNextIfFailed false. */
 export function isDoomed(stages: readonly StageNode[], stage: StageNode): boolean {
-  
+  if (stage.runNextIfFailed) return false;
   return dependenciesOf(stages, stage).some((d) => isFailedLike(d.status));
 }
 

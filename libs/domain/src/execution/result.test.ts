@@ -27,6 +27,11 @@ describe('context updates (addendum §13)', () => {
     expect(out.dropped).toEqual([]);
   });
 
+  it('an upsert is a whole item: fields it omits take their defaults, not the old values', () => {
+    const secret: ContextEntry = { key: 's', value: 'old', valueType: 'json', isSensitive: true };
+    expect(mergeContext([secret], [{ key: 's', value: 'new' }]).items).toEqual([{ key: 's', value: 'new', valueType: null, isSensitive: false }]);
+  });
+
   it('a new key is appended; omitted fields take their defaults (value "", valueType null, isSensitive false)', () => {
     const out = mergeContext([item('a')], [{ key: 'z' }]);
     expect(out.items).toEqual([item('a'), { key: 'z', value: '', valueType: null, isSensitive: false }]);
@@ -72,5 +77,13 @@ describe('context updates (addendum §13)', () => {
     const out = mergeContext(current, [{ key: 'x' }, { key: 'k0', isDeleted: true }, { key: 'x' }], 2);
     expect(keys(out.items)).toEqual(['k1', 'x']);
     expect(out.dropped).toEqual([]);
+  });
+});
+
+describe('sensitivity is sticky (decision 0009)', () => {
+  it('an update of a sensitive key that omits isSensitive keeps it sensitive; an explicit false clears it', () => {
+    const current = [{ key: 'token', value: 'old', valueType: null, isSensitive: true }];
+    expect(mergeContext(current, [{ key: 'token', value: 'new' }]).items[0]).toMatchObject({ value: 'new', isSensitive: true });
+    expect(mergeContext(current, [{ key: 'token', value: 'new', isSensitive: false }]).items[0]).toMatchObject({ isSensitive: false });
   });
 });

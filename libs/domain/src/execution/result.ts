@@ -29,8 +29,9 @@ export function resultTransition(result: { isSuccess: boolean; isWaitingForAppro
 
 /**
  * §13 context updates, applied in order: isDeleted=true removes the key (its value is ignored);
- * otherwise the item is upserted by key. An upsert replaces the whole item with the update's
- * fields and their api-spec defaults (value "", valueType null, isSensitive false) and keeps an
+ * otherwise the item is upserted by key. An upsert replaces the item with the update's fields and
+ * their api-spec defaults (value "", valueType null, isSensitive false), except that a sensitive
+ * key stays sensitive unless the update says isSensitive=false (decision 0009), and keeps an
  * existing key's position; a new key goes at the end. A new key that would take the total beyond
  * `max` is dropped and reported (each dropped key once, in order); updates to existing keys and
  * deletions are never dropped. A key dropped earlier in the batch but
@@ -52,7 +53,7 @@ export function mergeContext(
       key: u.key,
       value: u.value ?? '',
       valueType: u.valueType ?? null,
-      isSensitive: u.isSensitive ?? false,
+      isSensitive: u.isSensitive ?? items.get(u.key)?.isSensitive ?? false,
     };
     if (items.has(u.key) || items.size < max) {
       items.set(u.key, entry);

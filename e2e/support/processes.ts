@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ROOT } from '../../deploy/local/stack.mjs';
+
+export type ServiceName = 'api-gateway' | 'worker-gateway' | 'pipeline-service' | 'scheduler-service' | 'result-consumer';
+
+/** A port the OS says is free now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * One real process (a service or a worker) with its output kept line by line, that a test can
+ * stop gracefully, kill -9 and start again on the same port.
+ */
+export class ManagedProcess {
+  private child: ChildProcess | undefined;
+  private exited: Promise<number | null> = Promise.resolve(null);
+  readonly lines: string[] = [];
+
+  constructor(
+    readonly name: string,
+    private readonly script: string,
+    private readonly env: Record<string, string | undefined>,
+    readonly port?: number,
+  ) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  start(): this {
+    const env = { ...this.env, ...(this.port ? { PORT: String(this.port) } : {}) };
+    const child = spawn(process.execPath, [this.script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const stream of [child.stdout!, child.stderr!]) {
+      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => this.lines.push(line));
+    }
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    this.child = child;
+    return this;
+  }
+
+  async waitReady(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (!this.running) throw new Error(`${this.name} exited before it was ready:\n${this.lines.slice(-20).join('\n')}`);
+      try {
+        if ((await fetch(`${this.url}/readyz`)).status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      await sleep(100);
+    }
+    throw new Error(`${this.name} not ready after ${timeoutMs} ms`);
+  }
+
+  /** SIGTERM and wait for the exit code (graceful shutdown). */
+  async stop(): Promise<number | null> {
+    if (!this.running) return null;
+    this.child!.kill('SIGTERM');
+    return this.exited;
+  }
+
+  /** kill -9: no shutdown hooks run. */
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.child!.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+export function serviceProcess(name: ServiceName, env: Record<string, string | undefined>, port: number, label: string = name): ManagedProcess {
+  return new ManagedProcess(label, `services/${name}/dist/main.js`, env, port);
+}

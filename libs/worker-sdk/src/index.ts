@@ -1,0 +1,55 @@
+// @po/worker-sdk: build pipeline-orchestration workers in TypeScript.
+export { createWorker } from './worker.js';
+export type { StopOptions, Worker } from './worker.js';
+export type { WorkerOptions } from './options.js';
+export { awaitApproval } from './approval.js';
+export {
+  ApiError,
+  isRetryable,
+  LeaseLostError,
+  ProtocolError,
+  StageError,
+  StageTimeoutError,
+  TransportError,
+  WorkerConfigError,
+  WorkerStoppingError,
+} from './errors.js';
+export type { StageErrorOptions } from './errors.js';
+export { createJsonLogger, silentLogger } from './logger.js';
+export type { JsonLoggerOptions, LogFields, Logger, LogLevelName } from './logger.js';
+export { WorkerClient, MalformedDeliveryError } from './client.js';
+export type { FetchLike, WorkerClientOptions } from './client.js';
+export { LIMITS, queueName } from './protocol.js';
+export type {
+  AppendedStage,
+  Backoff,
+  BootstrapRequest,
+  BootstrapResponse,
+  ContextItem,
+  ContextItemUpdate,
+  HeartbeatRequest,
+  JsonObject,
+  LeaseRefusalReason,
+  PullJobResponse,
+  StageLeaseRequest,
+  StageLeaseResponse,
+  StageNextMessage,
+  StageOptions,
+  StageOptionsInput,
+  StageResultAccepted,
+  StageResultLog,
+  StageResultSubmit,
+  WorkerEvent,
+  WorkerEventKind,
+} from './protocol.js';
+export type {
+  ApprovalRequest,
+  HandlerContext,
+  SetContextOptions,
+  StageDetails,
+  StageHandler,
+  StageLogLevel,
+  WorkerState,
+  WorkerStats,
+} from './types.js';
+export { SDK_VERSION } from './version.js';

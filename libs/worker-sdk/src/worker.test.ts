@@ -1,0 +1,207 @@
+// The execution protocol against a fake gateway: lease, handler, result, ack.
+import { describe, expect, it } from 'vitest';
+import { API_KEY } from './fake-gateway.test-support.js';
+import { LeaseLostError, StageError, StageTimeoutError } from './index.js';
+import type { HandlerContext } from './index.js';
+import { delay, refusal, useHarness } from './test-helpers.test-support.js';
+
+const h = useHarness();
+
+describe('bootstrap and pull', () => {
+  it('bootstraps with the API key and its handlers, then pulls each queue with the key', async () => {
+    const { gw } = h;
+    const worker = await h.start({ a: () => 'a', b: () => 'b' }, { concurrency: 2 });
+    const [boot] = gw.calls('/workers/bootstrap');
+    expect(boot?.headers['x-api-key']).toBe(API_KEY);
+    expect(boot?.body).toMatchObject({ instanceId: 'test-worker', handlers: ['a', 'b'] });
+    expect(worker.stats.queues).toEqual([gw.queueOf('a'), gw.queueOf('b')]);
+    await gw.until(() => gw.calls('/jobs/pull').length >= 2);
+    const pulls = gw.calls('/jobs/pull').slice(0, 2);
+    expect(pulls.map((p) => p.body)).toEqual([
+      { queue: gw.queueOf('a'), waitSeconds: 1 },
+      { queue: gw.queueOf('b'), waitSeconds: 1 },
+    ]);
+    expect(pulls.every((p) => p.headers['x-api-key'] === API_KEY)).toBe(true);
+    expect(pulls.every((p) => p.headers['x-worker-session'] === undefined)).toBe(true);
+  });
+});
+
+describe('one delivery', () => {
+  it('acks without running the handler when the lease is refused', async () => {
+    const { gw } = h;
+    let ran = 0;
+    gw.on('acquire', () => refusal('lease_held'));
+    await h.start({ job: () => void ran++ });
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    expect(gw.acks[0]).toMatchObject({ requeue: false, stageId: message.stageId });
+    expect(ran).toBe(0);
+    expect(gw.calls(/\/result$/)).toHaveLength(0);
+    const [acquire] = gw.calls(`/stages/${message.stageId}/lease/acquire`);
+    expect(acquire?.headers['x-worker-session']).toBe(gw.sessionToken);
+    expect(acquire?.body).toEqual({ executionId: message.executionId, workerId: 'worker-id-1' });
+  });
+
+  it('posts the result with the lease attempt, and acks only after the 202', async () => {
+    const { gw } = h;
+    let seen: HandlerContext | undefined;
+    gw.on('result', () => ({ status: 202, body: { accepted: true, stageId: 1, executionId: 'x' }, delayMs: 150 }));
+    await h.start({
+      job: (ctx) => {
+        seen = ctx;
+        ctx.log('working on it');
+        ctx.setContext('next', { n: 1 }, { sensitive: true });
+        ctx.deleteContext('old');
+        ctx.appendStages([{ stageName: 'more', stageHandlerName: 'job' }]);
+        return { echoed: ctx.json<{ n: number }>().n };
+      },
+    });
+    const message = gw.enqueue('job', {
+      input: '{"n":5}',
+      pipelineContextItems: [{ key: 'old', value: 'v', valueType: null, isSensitive: false, isDeleted: false }],
+    });
+    gw.attempts.set(message.stageId, 2); // two earlier leases: this one is attempt 3
+    await gw.until(() => gw.acks.length === 1);
+
+    expect(seen?.stage).toMatchObject({ stageId: message.stageId, attempt: 3, handler: 'job', previousAttempts: 0 });
+    expect(seen?.context).toEqual({ next: '{"n":1}' }); // the handler's own changes show at once
+    expect(seen?.headers).toEqual({ h: 'v' });
+    const [result] = gw.calls(`/stages/${message.stageId}/result`);
+    expect(result?.headers['x-api-key']).toBe(API_KEY);
+    expect(result?.headers['x-worker-session']).toBe(gw.sessionToken);
+    expect(result?.body).toMatchObject({
+      stageId: message.stageId,
+      executionId: message.executionId,
+      attempt: 3,
+      pipelineId: message.pipelineId,
+      isSuccess: true,
+      isWaitingForApproval: false,
+      result: '{"echoed":5}',
+      logs: [{ message: 'working on it', logLevel: 'Information' }],
+      contextItems: [
+        { key: 'next', value: '{"n":1}', isSensitive: true },
+        { key: 'old', isDeleted: true },
+      ],
+      appendedStages: [{ stageName: 'more', stageHandlerName: 'job' }],
+    });
+    const [ack] = gw.calls('/jobs/ack');
+    expect(ack?.receivedAt).toBeGreaterThanOrEqual(result?.respondedAt ?? Infinity);
+    expect(gw.acks[0]).toMatchObject({ requeue: false, stageId: message.stageId });
+  });
+
+  it('posts the same body again after 503 and a timeout, running the handler once', async () => {
+    const { gw } = h;
+    let ran = 0;
+    let answered = 0;
+    gw.on('result', () => {
+      answered += 1;
+      if (answered === 1) return { status: 503, body: { code: 'broker_unavailable' } };
+      if (answered === 2) return { status: 202, delayMs: 400 }; // the client gives up first
+      return undefined;
+    });
+    await h.start({ job: () => `run ${++ran}` }, { requestTimeoutMs: 200 });
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    const results = gw.calls(`/stages/${message.stageId}/result`);
+    expect(results).toHaveLength(3);
+    expect(results[1]?.body).toEqual(results[0]?.body);
+    expect(results[2]?.body).toEqual(results[0]?.body);
+    expect(results[0]?.body).toMatchObject({ result: 'run 1', attempt: 1 });
+    expect(ran).toBe(1);
+    const [ack] = gw.calls('/jobs/ack');
+    expect(ack?.receivedAt).toBeGreaterThanOrEqual(results[2]?.respondedAt ?? Infinity);
+  });
+
+  it('aborts ctx.signal when a renewal is refused, posts no result, and acks', async () => {
+    const { gw } = h;
+    let reason: unknown;
+    gw.on('renew', () => refusal('pipeline_cancelled'));
+    await h.start(
+      {
+        job: async (ctx) => {
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          reason = ctx.signal.reason;
+          return 'too late';
+        },
+      },
+      { leaseRenewIntervalMs: 30 },
+    );
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect((reason as LeaseLostError).reason).toBe('pipeline_cancelled');
+    expect(gw.calls(/\/result$/)).toHaveLength(0);
+    expect(gw.acks[0]).toMatchObject({ requeue: false, stageId: message.stageId });
+    await gw.until(() => gw.calls('/workers/events').some((e) => e.body.events.some((x: { kind: string }) => x.kind === 'lease_lost')));
+  });
+
+  it('renews the lease in the background while the handler runs', async () => {
+    const { gw } = h;
+    await h.start({ job: () => delay(200).then(() => 'ok') }, { leaseRenewIntervalMs: 40 });
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    const renewals = gw.calls(`/stages/${message.stageId}/lease/renew`);
+    expect(renewals.length).toBeGreaterThanOrEqual(2);
+    expect(renewals[0]?.body).toEqual({ executionId: message.executionId, workerId: 'worker-id-1' });
+  });
+});
+
+describe('handler outcomes', () => {
+  async function outcome(handler: (ctx: HandlerContext) => unknown, fields = {}) {
+    const { gw } = h;
+    await h.start({ job: handler });
+    const message = gw.enqueue('job', fields);
+    await gw.until(() => gw.acks.length === 1);
+    return gw.calls(`/stages/${message.stageId}/result`)[0]?.body;
+  }
+
+  it('a StageError fails the stage with its code, retryable flag and message', async () => {
+    const body = await outcome(() => {
+      throw new StageError('PAYMENT_DECLINED', 'card refused', { retryable: false });
+    });
+    expect(body).toMatchObject({ isSuccess: false, errorCode: 'PAYMENT_DECLINED', retryable: false });
+    expect(body.logs).toEqual([expect.objectContaining({ message: 'PAYMENT_DECLINED: card refused', logLevel: 'Error' })]);
+  });
+
+  it('any other error is HANDLER_ERROR', async () => {
+    const body = await outcome(() => Promise.reject(new Error('boom')));
+    expect(body).toMatchObject({ isSuccess: false, errorCode: 'HANDLER_ERROR' });
+    expect(body).not.toHaveProperty('retryable');
+  });
+
+  it("an error's string code becomes the errorCode", async () => {
+    const body = await outcome(() => {
+      throw Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+    });
+    expect(body).toMatchObject({ isSuccess: false, errorCode: 'ECONNRESET' });
+  });
+
+  it('awaitApproval parks the stage', async () => {
+    const body = await outcome((ctx) => ctx.awaitApproval({ amount: 3 }));
+    expect(body).toMatchObject({
+      isSuccess: true,
+      isWaitingForApproval: true,
+      result: '{"amount":3}',
+    });
+  });
+
+  it('returning undefined sends no result', async () => {
+    const body = await outcome(() => undefined);
+    expect(body).toMatchObject({ isSuccess: true, isWaitingForApproval: false });
+    expect(body).not.toHaveProperty('result');
+  });
+
+  it('the stage timeout aborts ctx.signal and fails with TIMEOUT', async () => {
+    let reason: unknown;
+    const body = await outcome(
+      async (ctx) => {
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+        reason = ctx.signal.reason;
+        ctx.signal.throwIfAborted();
+      },
+      { timeOutSeconds: 1 },
+    );
+    expect(reason).toBeInstanceOf(StageTimeoutError);
+    expect(body).toMatchObject({ isSuccess: false, errorCode: 'TIMEOUT' });
+  });
+});

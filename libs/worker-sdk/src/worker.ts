@@ -1,0 +1,288 @@
+// The worker: bootstrap, one pull loop per handler slot (a slot pulls only while it is free,
+// round-robin over the queues), heartbeat and events in the background, drain on stop.
+import { hostname } from 'node:os';
+import { MalformedDeliveryError, WorkerClient } from './client.js';
+import { describe, isStatus, ProtocolError, WorkerStoppingError } from './errors.js';
+import { EventBatcher } from './events.js';
+import { JobRunner } from './job.js';
+import type { Counters } from './job.js';
+import { createJsonLogger, safeLogger } from './logger.js';
+import type { Logger } from './logger.js';
+import { resolveOptions } from './options.js';
+import type { ResolvedOptions, WorkerOptions } from './options.js';
+import { queueName } from './protocol.js';
+import type { BootstrapResponse, PullJobResponse } from './protocol.js';
+import { Session } from './session.js';
+import { onSignals } from './signals.js';
+import type { StageHandler, WorkerState, WorkerStats } from './types.js';
+import { backoffDelay, sleep, truncate, within } from './util.js';
+import { SDK_VERSION } from './version.js';
+
+export interface StopOptions {
+  /** How long running handlers may take before ctx.signal aborts; default drainTimeoutMs. */
+  timeoutMs?: number;
+  /** Sent with POST /workers/shutdown. */
+  reason?: string;
+}
+
+export interface Worker {
+  /** Bootstraps and starts pulling; resolves once the worker is running. */
+  start(): Promise<void>;
+  /** Stops pulling, lets running handlers finish (bounded), then announces the shutdown. */
+  stop(options?: StopOptions): Promise<void>;
+  /** Stops on SIGTERM/SIGINT (a second signal exits at once). Returns a function that unregisters. */
+  stopOnSignals(signals?: readonly NodeJS.Signals[]): () => void;
+  readonly state: WorkerState;
+  readonly stats: WorkerStats;
+}
+
+interface Route {
+  queue: string;
+  handler: string;
+  fn: StageHandler;
+}
+
+class PipelineWorker implements Worker {
+  private readonly logger: Required<Logger>;
+  private readonly client: WorkerClient;
+  private readonly session: Session;
+  private readonly events: EventBatcher;
+  private readonly runner: JobRunner;
+  private readonly counters: Counters = { inFlight: 0, processed: 0, failed: 0 };
+  private readonly startAbort = new AbortController();
+  private readonly pullAbort = new AbortController();
+  private readonly stopAbort = new AbortController();
+  private current: WorkerState = 'idle';
+  private routes: Route[] = [];
+  private next = 0;
+  private pausedUntil = 0;
+  private loops: Promise<void>[] = [];
+  private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly o: ResolvedOptions) {
+    this.logger = safeLogger(o.logger ?? createJsonLogger({ base: { instanceId: o.instanceId } }));
+    this.client = new WorkerClient({
+      baseUrl: o.workerBaseUrl,
+      apiKey: o.apiKey,
+      requestTimeoutMs: o.requestTimeoutMs,
+      fetch: o.fetch,
+    });
+    this.session = new Session(this.client, this.logger, {
+      request: {
+        instanceId: o.instanceId,
+        handlers: [...o.handlers.keys()],
+        sdkVersion: `@po/worker-sdk ${SDK_VERSION}`,
+        hostname: truncate(hostname(), 255),
+        ...(o.workerName === undefined ? {} : { workerName: o.workerName }),
+        ...(o.metadata === undefined ? {} : { metadata: o.metadata }),
+      },
+      startupAttempts: o.startupAttempts,
+      retryBaseDelayMs: o.retryBaseDelayMs,
+      retryMaxDelayMs: o.retryMaxDelayMs,
+      heartbeatIntervalMs: o.heartbeatIntervalMs,
+    });
+    this.events = new EventBatcher(
+      (events) =>
+        this.session.call((token, workerId) => this.client.events(token, { workerId, events })),
+      this.logger,
+      { enabled: o.sendEvents, flushIntervalMs: o.eventFlushIntervalMs },
+    );
+    this.runner = new JobRunner({
+      client: this.client,
+      session: this.session,
+      events: this.events,
+      logger: this.logger,
+      options: o,
+      counters: this.counters,
+      stopSignal: this.stopAbort.signal,
+    });
+  }
+
+  get state(): WorkerState {
+    return this.current;
+  }
+
+  get stats(): WorkerStats {
+    return {
+      state: this.current,
+      workerId: this.session.workerId,
+      queues: this.routes.map((r) => r.queue),
+      ...this.counters,
+    };
+  }
+
+  start(): Promise<void> {
+    if (this.current !== 'idle') {
+      return Promise.reject(new Error(`start() needs an idle worker; this one is ${this.current}`));
+    }
+    this.current = 'starting';
+    this.starting = this.doStart();
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    const signal = this.startAbort.signal;
+    try {
+      this.routes = this.bind(await this.session.bootstrap(signal));
+    } catch (err) {
+      this.current = 'stopped';
+      if (signal.aborted) throw new Error('stop() was called while the worker was starting');
+      this.logger.error('bootstrap failed', { error: describe(err) });
+      throw err;
+    }
+    this.current = 'running';
+    if (signal.aborted) throw new Error('stop() was called while the worker was starting');
+    this.events.start();
+    this.session.startHeartbeat(() => ({ ...this.counters }));
+    this.events.push({
+      kind: 'started',
+      data: { concurrency: this.o.concurrency, handlers: [...this.o.handlers.keys()], sdkVersion: SDK_VERSION },
+    });
+    this.logger.info('worker started', {
+      workerId: this.session.workerId,
+      queues: this.routes.map((r) => r.queue),
+      concurrency: this.o.concurrency,
+    });
+    for (let slot = 0; slot < this.o.concurrency; slot++) this.loops.push(this.slotLoop());
+  }
+
+  /** Pairs each handler with its queue (the bootstrap lists them in handler order). */
+  private bind(info: BootstrapResponse): Route[] {
+    const names = [...this.o.handlers.keys()];
+    if (info.queues.length !== names.length) {
+      throw new ProtocolError(`bootstrap returned ${info.queues.length} queues for ${names.length} handlers`);
+    }
+    return names.map((handler, i) => {
+      const queue = info.queues[i] ?? queueName(info.applicationId, handler);
+      return { queue, handler, fn: this.o.handlers.get(handler) as StageHandler };
+    });
+  }
+
+  private nextRoute(): Route {
+    const route = this.routes[this.next % this.routes.length] as Route;
+    this.next = (this.next + 1) % this.routes.length;
+    return route;
+  }
+
+  /** One handler slot: pull (only while free), run the job, repeat. Never rejects. */
+  private async slotLoop(): Promise<void> {
+    const signal = this.pullAbort.signal;
+    let failures = 0;
+    while (this.current === 'running') {
+      const paused = this.pausedUntil - Date.now();
+      if (paused > 0) {
+        await sleep(paused, signal);
+        continue;
+      }
+      const route = this.nextRoute();
+      let delivery: PullJobResponse | null;
+      try {
+        delivery = await this.client.pull(route.queue, this.o.waitSeconds, signal);
+        failures = 0;
+      } catch (err) {
+        if (this.current !== 'running') break;
+        await this.pullFailed(err, route, failures++);
+        continue;
+      }
+      if (delivery === null) {
+        if (this.o.waitSeconds === 0) await sleep(500, signal);
+        continue;
+      }
+      if (this.current !== 'running') {
+        // The pull answered as stop() began: hand the delivery back at once.
+        await this.client.ack(delivery.token, true).catch(() => undefined);
+        break;
+      }
+      try {
+        await this.runner.run(delivery, route.handler, route.fn);
+      } catch (err) {
+        this.logger.error('unexpected error while running a delivery', { error: describe(err) });
+      }
+    }
+  }
+
+  private async pullFailed(err: unknown, route: Route, failures: number): Promise<void> {
+    if (err instanceof MalformedDeliveryError) {
+      this.logger.error('malformed delivery; acknowledging it so it is not redelivered', {
+        queue: route.queue,
+        error: err.message,
+      });
+      await this.client.ack(err.token).catch(() => undefined);
+      return;
+    }
+    if (isStatus(err, 429)) {
+      // The gateway holds too many unacknowledged deliveries: every slot waits.
+      const delay = err.retryAfterMs ?? 1000;
+      this.pausedUntil = Math.max(this.pausedUntil, Date.now() + delay);
+      this.logger.debug('pull answered 429; backing off', { delayMs: delay });
+      return;
+    }
+    const delay = backoffDelay(failures, this.o.retryBaseDelayMs, this.o.retryMaxDelayMs);
+    this.logger.warn('pull failed; backing off', {
+      queue: route.queue,
+      delayMs: delay,
+      error: describe(err),
+    });
+    await sleep(delay, this.pullAbort.signal);
+  }
+
+  stop(options: StopOptions = {}): Promise<void> {
+    this.stopping ??= this.doStop(options);
+    return this.stopping;
+  }
+
+  private async doStop(options: StopOptions): Promise<void> {
+    const reason = truncate(options.reason ?? 'stop() called', 1000);
+    if (this.current === 'starting') {
+      this.startAbort.abort();
+      await this.starting?.catch(() => undefined);
+    }
+    if (this.current !== 'running') {
+      this.current = 'stopped';
+      return;
+    }
+    this.current = 'stopping';
+    this.pullAbort.abort();
+    this.events.push({ kind: 'stopping', message: reason, data: { inFlight: this.counters.inFlight } });
+    this.logger.info('worker stopping; draining running handlers', {
+      reason,
+      inFlight: this.counters.inFlight,
+    });
+    const all = Promise.all(this.loops);
+    const drainMs = options.timeoutMs ?? this.o.drainTimeoutMs;
+    if ((await within(all, drainMs)) === undefined) {
+      this.logger.warn('drain timeout passed; aborting running handlers', {
+        inFlight: this.counters.inFlight,
+      });
+      this.stopAbort.abort(new WorkerStoppingError());
+      if ((await within(all, this.o.abortGraceMs)) === undefined) {
+        this.logger.warn('handlers did not finish; shutting down without them', {
+          inFlight: this.counters.inFlight,
+        });
+      }
+    }
+    this.events.push({ kind: 'stopped', message: reason, data: { ...this.counters } });
+    await this.events.close(Math.min(this.o.requestTimeoutMs, 5000));
+    this.session.stopHeartbeat();
+    try {
+      await this.session.shutdown(reason);
+    } catch (err) {
+      this.logger.warn('shutdown call failed', { error: describe(err) });
+    }
+    this.current = 'stopped';
+    this.logger.info('worker stopped', {
+      processed: this.counters.processed,
+      failed: this.counters.failed,
+    });
+  }
+
+  stopOnSignals(signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): () => void {
+    return onSignals(signals, (reason) => this.stop({ reason }), this.logger);
+  }
+}
+
+/** Creates a worker. Throws WorkerConfigError (listing every problem) for invalid options. */
+export function createWorker(options: WorkerOptions): Worker {
+  return new PipelineWorker(resolveOptions(options));
+}
