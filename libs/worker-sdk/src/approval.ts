@@ -10,5 +10,9 @@ export function awaitApproval(result?: unknown): ApprovalRequest {
 }
 
 export function isApprovalRequest(value: unknown): value is ApprovalRequest {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[marker] === true;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[marker] === true
+  );
 }

@@ -64,7 +64,9 @@ export class WorkerClient {
       !Array.isArray(r.queues) ||
       !r.queues.every((q) => typeof q === 'string')
     ) {
-      throw new ProtocolError(`${path}: response lacks workerId, sessionToken, applicationId or queues`);
+      throw new ProtocolError(
+        `${path}: response lacks workerId, sessionToken, applicationId or queues`,
+      );
     }
     return r as unknown as BootstrapResponse;
   }
@@ -109,7 +111,10 @@ export class WorkerClient {
       typeof payload.executionId !== 'string' ||
       payload.executionId === ''
     ) {
-      throw new MalformedDeliveryError(r.token, `${path}: payload lacks stageId, pipelineId or executionId`);
+      throw new MalformedDeliveryError(
+        r.token,
+        `${path}: payload lacks stageId, pipelineId or executionId`,
+      );
     }
     return {
       token: r.token,
@@ -122,7 +127,9 @@ export class WorkerClient {
         pipelineContextItems: Array.isArray(payload.pipelineContextItems)
           ? payload.pipelineContextItems
           : [],
-        previousAttempts: Number.isSafeInteger(payload.previousAttempts) ? payload.previousAttempts : 0,
+        previousAttempts: Number.isSafeInteger(payload.previousAttempts)
+          ? payload.previousAttempts
+          : 0,
         timeOutSeconds: typeof payload.timeOutSeconds === 'number' ? payload.timeOutSeconds : null,
       } as PullJobResponse['payload'],
     };
@@ -133,11 +140,19 @@ export class WorkerClient {
     await this.call('POST', '/jobs/ack', { body: { token, requeue }, ok: [200, 204] });
   }
 
-  acquireLease(session: string, stageId: number, body: StageLeaseRequest): Promise<StageLeaseResponse> {
+  acquireLease(
+    session: string,
+    stageId: number,
+    body: StageLeaseRequest,
+  ): Promise<StageLeaseResponse> {
     return this.lease('acquire', session, stageId, body);
   }
 
-  renewLease(session: string, stageId: number, body: StageLeaseRequest): Promise<StageLeaseResponse> {
+  renewLease(
+    session: string,
+    stageId: number,
+    body: StageLeaseRequest,
+  ): Promise<StageLeaseResponse> {
     return this.lease('renew', session, stageId, body);
   }
 
@@ -160,7 +175,8 @@ export class WorkerClient {
   ): Promise<StageLeaseResponse> {
     const path = `/stages/${stageId}/lease/${op}`;
     const r = asObject(await this.call('POST', path, { body, session, ok: [200] }), path);
-    if (typeof r.acquired !== 'boolean') throw new ProtocolError(`${path}: response has no acquired`);
+    if (typeof r.acquired !== 'boolean')
+      throw new ProtocolError(`${path}: response has no acquired`);
     return {
       acquired: r.acquired,
       attempt: typeof r.attempt === 'number' ? r.attempt : null,

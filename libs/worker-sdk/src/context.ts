@@ -38,8 +38,14 @@ export function addLog(collected: Collected, message: unknown, level: unknown): 
 }
 
 function checkKey(key: unknown, method: string): string {
-  if (typeof key !== 'string' || key.length === 0 || Array.from(key).length > LIMITS.contextKeyChars) {
-    throw new TypeError(`${method}: key must be a string of 1..${LIMITS.contextKeyChars} characters`);
+  if (
+    typeof key !== 'string' ||
+    key.length === 0 ||
+    Array.from(key).length > LIMITS.contextKeyChars
+  ) {
+    throw new TypeError(
+      `${method}: key must be a string of 1..${LIMITS.contextKeyChars} characters`,
+    );
   }
   return key;
 }
@@ -114,7 +120,8 @@ export function createContext(init: ContextInit): HandlerContext {
       try {
         return JSON.parse(m.input) as T;
       } catch (err) {
-        const why = m.input.trim() === '' ? 'the stage input is empty' : 'the stage input is not valid JSON';
+        const why =
+          m.input.trim() === '' ? 'the stage input is empty' : 'the stage input is not valid JSON';
         throw new StageError('VALIDATION_ERROR', why, { retryable: false, cause: err });
       }
     },
@@ -125,10 +132,15 @@ export function createContext(init: ContextInit): HandlerContext {
 
     setContext(key: string, value: unknown, options: SetContextOptions = {}): void {
       checkKey(key, 'setContext');
-      if (value === undefined) throw new TypeError('setContext: value is undefined; use deleteContext');
+      if (value === undefined)
+        throw new TypeError('setContext: value is undefined; use deleteContext');
       const serialised = typeof value === 'string' ? value : JSON.stringify(value);
       if (serialised === undefined) throw new TypeError('setContext: value cannot be serialised');
-      const update: ContextItemUpdate = { key, value: serialised, isSensitive: options.sensitive === true };
+      const update: ContextItemUpdate = {
+        key,
+        value: serialised,
+        isSensitive: options.sensitive === true,
+      };
       if (options.valueType !== undefined) update.valueType = options.valueType;
       putContext(collected, update);
       values[key] = serialised;

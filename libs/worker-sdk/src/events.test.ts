@@ -38,7 +38,15 @@ describe('EventBatcher', () => {
     const sent: Sdk.WorkerEvent[][] = [];
     let calls = 0;
     const batcher = make(async (events) => {
-      if (calls++ === 0) throw new ApiError('POST', '/workers/events', 400, 'validation_failed', undefined, undefined);
+      if (calls++ === 0)
+        throw new ApiError(
+          'POST',
+          '/workers/events',
+          400,
+          'validation_failed',
+          undefined,
+          undefined,
+        );
       sent.push(events);
     });
     for (let i = 0; i < 101; i++) batcher.push({ kind: 'custom' });
@@ -47,7 +55,10 @@ describe('EventBatcher', () => {
   });
 
   it('push never throws and does nothing when disabled', async () => {
-    const batcher = new EventBatcher(() => Promise.reject(new Error('x')), silentLogger, { enabled: false, flushIntervalMs: 10 });
+    const batcher = new EventBatcher(() => Promise.reject(new Error('x')), silentLogger, {
+      enabled: false,
+      flushIntervalMs: 10,
+    });
     batcher.push({ kind: 'error' });
     expect(batcher.pending).toBe(0);
     await batcher.close(10);
@@ -64,9 +75,10 @@ describe('wire types', () => {
   });
 
   it('what the SDK sends fits the server types', () => {
-    expectTypeOf<Sdk.BootstrapRequest>().toExtend<Server.BootstrapRequest>();
+    // Free-form objects (metadata, data) are `unknown`-valued in the SDK, JSON-valued on the server.
+    expectTypeOf<Omit<Sdk.BootstrapRequest, 'metadata'>>().toExtend<Server.BootstrapRequest>();
     expectTypeOf<Sdk.HeartbeatRequest>().toExtend<Server.HeartbeatRequest>();
-    expectTypeOf<Sdk.WorkerEvent>().toExtend<Server.WorkerEvent>();
+    expectTypeOf<Omit<Sdk.WorkerEvent, 'data'>>().toExtend<Server.WorkerEvent>();
     expectTypeOf<Sdk.StageLeaseRequest>().toExtend<Server.StageLeaseRequest>();
     expectTypeOf<Omit<Sdk.StageResultSubmit, 'appendedStages' | 'logs'>>().toExtend<
       Omit<Server.StageResultSubmit, 'appendedStages' | 'logs'>

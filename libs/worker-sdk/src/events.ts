@@ -106,7 +106,9 @@ export class EventBatcher {
         this.buffer.unshift(...batch);
         this.trim();
         if (!this.failing) {
-          this.logger.warn('lifecycle events could not be sent; will retry', { error: describe(err) });
+          this.logger.warn('lifecycle events could not be sent; will retry', {
+            error: describe(err),
+          });
         }
         this.failing = true;
         return;

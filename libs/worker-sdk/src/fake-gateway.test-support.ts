@@ -2,6 +2,7 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { stageMessage } from './messages.test-support.js';
 import type { StageNextMessage } from './protocol.js';
 
 export const API_KEY = 'pos_test-key';
@@ -26,7 +27,16 @@ export interface Reply {
 }
 
 /** Route keys: 'bootstrap', 'heartbeat', 'events', 'shutdown', 'pull', 'ack', 'acquire', 'renew', 'result'. */
-export type Route = 'bootstrap' | 'heartbeat' | 'events' | 'shutdown' | 'pull' | 'ack' | 'acquire' | 'renew' | 'result';
+export type Route =
+  | 'bootstrap'
+  | 'heartbeat'
+  | 'events'
+  | 'shutdown'
+  | 'pull'
+  | 'ack'
+  | 'acquire'
+  | 'renew'
+  | 'result';
 
 /** Returns a reply to override the default behaviour, or undefined to keep it. */
 export type Override = (req: Recorded, gw: FakeGateway) => Reply | undefined;
@@ -37,8 +47,6 @@ interface Waiter {
   req: Recorded;
   timer: NodeJS.Timeout;
 }
-
-let executions = 0;
 
 export class FakeGateway {
   readonly applicationId = 7;
@@ -98,35 +106,15 @@ export class FakeGateway {
 
   /** Publishes a stage message on a handler's queue; returns it. */
   enqueue(handler: string, fields: Partial<StageNextMessage> = {}): StageNextMessage {
-    executions += 1;
-    const message: StageNextMessage = {
-      applicationId: this.applicationId,
-      pipelineId: 100 + executions,
-      stageId: 1000 + executions,
-      executionId: `exec-${executions}`,
-      stageName: `stage ${executions}`,
-      stageHandlerName: handler,
-      input: '',
-      options: {
-        runNextIfFailed: false, retryInterval: 0, maxRetries: 0, timeOut: null,
-        retryOnErrorCodes: [], backoff: 'fixed', maxRetryInterval: null, jitter: false,
-        dependsOn: [], runInParallelWith: [], failIfOutputEmpty: false, notifyOnFailure: false,
-        runAsUser: null,
-      },
-      pipelineContextItems: [],
-      traceId: 'trace-1',
-      spanId: 'span-1',
-      dispatchedAt: new Date().toISOString(),
-      timeOutSeconds: null,
-      previousAttempts: 0,
-      ...fields,
-    };
+    const message = stageMessage(this.applicationId, handler, fields);
     this.push(this.queueOf(handler), message);
     return message;
   }
 
   calls(path: string | RegExp): Recorded[] {
-    return this.requests.filter((r) => (typeof path === 'string' ? r.path === path : path.test(r.path)));
+    return this.requests.filter((r) =>
+      typeof path === 'string' ? r.path === path : path.test(r.path),
+    );
   }
 
   get pendingPulls(): number {
@@ -161,7 +149,16 @@ export class FakeGateway {
     this.tokens += 1;
     const token = `tok-${this.tokens}`;
     this.deliveries.set(token, { queue, message });
-    return { status: 200, body: { token, queue, payload: message, messageId: `m-${message.executionId}`, headers: { h: 'v' } } };
+    return {
+      status: 200,
+      body: {
+        token,
+        queue,
+        payload: message,
+        messageId: `m-${message.executionId}`,
+        headers: { h: 'v' },
+      },
+    };
   }
 
   private finishPull(w: Waiter, reply: Reply): void {
@@ -202,10 +199,13 @@ export class FakeGateway {
         return this.send(res, rec, {
           status: 200,
           body: {
-            workerId: 'worker-id-1', sessionToken: this.sessionToken,
+            workerId: 'worker-id-1',
+            sessionToken: this.sessionToken,
             sessionExpiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-            applicationId: this.applicationId, queues: handlers.map((h) => this.queueOf(h)),
-            heartbeatIntervalSeconds: 30, messageBroker: { enabled: false, connectionString: null },
+            applicationId: this.applicationId,
+            queues: handlers.map((h) => this.queueOf(h)),
+            heartbeatIntervalSeconds: 30,
+            messageBroker: { enabled: false, connectionString: null },
           },
         });
       }
@@ -217,8 +217,14 @@ export class FakeGateway {
         if (!apiKeyOk) return this.send(res, rec, unauthorized);
         const queue = rec.body.queue as string;
         const ready = this.deliver(queue);
-        if (ready || rec.body.waitSeconds === 0) return this.send(res, rec, ready ?? { status: 204 });
-        const w: Waiter = { queue, res, req: rec, timer: setTimeout(() => this.finishPull(w, { status: 204 }), rec.body.waitSeconds * 1000) };
+        if (ready || rec.body.waitSeconds === 0)
+          return this.send(res, rec, ready ?? { status: 204 });
+        const w: Waiter = {
+          queue,
+          res,
+          req: rec,
+          timer: setTimeout(() => this.finishPull(w, { status: 204 }), rec.body.waitSeconds * 1000),
+        };
         this.waiters.add(w);
         res.on('close', () => {
           clearTimeout(w.timer);
@@ -230,7 +236,11 @@ export class FakeGateway {
         const d = this.deliveries.get(rec.body.token as string);
         if (!d) return this.send(res, rec, { status: 404, body: { code: 'not_found' } });
         this.deliveries.delete(rec.body.token as string);
-        this.acks.push({ token: rec.body.token, requeue: rec.body.requeue === true, stageId: d.message.stageId });
+        this.acks.push({
+          token: rec.body.token,
+          requeue: rec.body.requeue === true,
+          stageId: d.message.stageId,
+        });
         if (rec.body.requeue === true) this.push(d.queue, d.message, true);
         return this.send(res, rec, { status: 200 });
       }
@@ -241,11 +251,17 @@ export class FakeGateway {
         const attempt = (this.attempts.get(stageId) ?? 0) + (route === 'acquire' ? 1 : 0);
         this.attempts.set(stageId, attempt);
         const leaseExpiresAt = new Date(Date.now() + 60_000).toISOString();
-        return this.send(res, rec, { status: 200, body: { acquired: true, attempt, leaseExpiresAt, reason: null } });
+        return this.send(res, rec, {
+          status: 200,
+          body: { acquired: true, attempt, leaseExpiresAt, reason: null },
+        });
       }
       case 'result':
         if (!apiKeyOk || !this.session(rec)) return this.send(res, rec, unauthorized);
-        return this.send(res, rec, { status: 202, body: { accepted: true, stageId: rec.body.stageId, executionId: rec.body.executionId } });
+        return this.send(res, rec, {
+          status: 202,
+          body: { accepted: true, stageId: rec.body.stageId, executionId: rec.body.executionId },
+        });
       default:
         return this.send(res, rec, { status: 404, body: { code: 'not_found' } });
     }
@@ -254,8 +270,12 @@ export class FakeGateway {
 
 function routeOf(path: string): Route | undefined {
   const fixed: Record<string, Route> = {
-    '/workers/bootstrap': 'bootstrap', '/workers/heartbeat': 'heartbeat', '/workers/events': 'events',
-    '/workers/shutdown': 'shutdown', '/jobs/pull': 'pull', '/jobs/ack': 'ack',
+    '/workers/bootstrap': 'bootstrap',
+    '/workers/heartbeat': 'heartbeat',
+    '/workers/events': 'events',
+    '/workers/shutdown': 'shutdown',
+    '/jobs/pull': 'pull',
+    '/jobs/ack': 'ack',
   };
   if (fixed[path]) return fixed[path];
   const m = /^\/stages\/\d+\/(lease\/acquire|lease\/renew|result)$/.exec(path);

@@ -1,6 +1,5 @@
 // @po/worker-sdk: build pipeline-orchestration workers in TypeScript.
 export { createWorker } from './worker.js';
-export type { StopOptions, Worker } from './worker.js';
 export type { WorkerOptions } from './options.js';
 export { awaitApproval } from './approval.js';
 export {
@@ -49,6 +48,8 @@ export type {
   StageDetails,
   StageHandler,
   StageLogLevel,
+  StopOptions,
+  Worker,
   WorkerState,
   WorkerStats,
 } from './types.js';

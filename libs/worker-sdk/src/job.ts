@@ -117,7 +117,13 @@ export class JobRunner {
 
     const started = Date.now();
     const collected = createCollected();
-    const ctx = createContext({ delivery, handler: handlerName, attempt, signal: controller.signal, collected });
+    const ctx = createContext({
+      delivery,
+      handler: handlerName,
+      attempt,
+      signal: controller.signal,
+      collected,
+    });
     let outcome: Outcome;
     try {
       outcome = fromReturn(await handler(ctx));
@@ -156,7 +162,12 @@ export class JobRunner {
       counters.failed += 1;
       if (result === 'lease_lost') {
         const reason = keeper.lost ?? 'refused';
-        events.push({ kind: 'lease_lost', ...ids, message: `lease lost: ${reason}`, data: { ...data, reason } });
+        events.push({
+          kind: 'lease_lost',
+          ...ids,
+          message: `lease lost: ${reason}`,
+          data: { ...data, reason },
+        });
       } else {
         events.push({ kind: 'error', ...ids, message: `result ${result}`, data });
       }
@@ -224,7 +235,10 @@ export class JobRunner {
             ? err.retryAfterMs
             : backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs);
         if (Date.now() + delay > deadline) {
-          logger.error('result could not be delivered; giving up', { ...fields, error: describe(err) });
+          logger.error('result could not be delivered; giving up', {
+            ...fields,
+            error: describe(err),
+          });
           return 'undelivered';
         }
         logger.warn('result outcome unknown; sending the same result again', {

@@ -61,7 +61,11 @@ export class LeaseKeeper {
         return;
       }
       this.failures += 1;
-      logger.warn('lease renewal failed; retrying', { ...fields, failures: this.failures, error: describe(err) });
+      logger.warn('lease renewal failed; retrying', {
+        ...fields,
+        failures: this.failures,
+        error: describe(err),
+      });
       // The lease lasts 60 s: try again sooner than the regular period.
       this.schedule(Math.max(1, Math.floor(intervalMs / 2)));
     }
@@ -70,7 +74,10 @@ export class LeaseKeeper {
   private lose(reason: string): void {
     this.lostReason = reason;
     this.stop();
-    this.options.logger.warn('lease renewal refused; aborting the handler', { ...this.options.fields, reason });
+    this.options.logger.warn('lease renewal refused; aborting the handler', {
+      ...this.options.fields,
+      reason,
+    });
     this.options.onLost(reason);
   }
 }

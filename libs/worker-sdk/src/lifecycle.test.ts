@@ -67,7 +67,15 @@ describe('stop', () => {
     expect(shutdown?.headers['x-worker-session']).toBe(gw.sessionToken);
     expect(shutdown?.seq).toBeGreaterThan(ack?.seq ?? Infinity);
     const kinds = eventKinds(gw.calls('/workers/events'));
-    expect(kinds).toEqual(expect.arrayContaining(['started', 'stage_started', 'stage_completed', 'stopping', 'stopped']));
+    expect(kinds).toEqual(
+      expect.arrayContaining([
+        'started',
+        'stage_started',
+        'stage_completed',
+        'stopping',
+        'stopped',
+      ]),
+    );
     expect(kinds.indexOf('stopped')).toBeGreaterThan(kinds.indexOf('stage_completed'));
     expect(worker.stats).toMatchObject({ processed: 1, failed: 0, inFlight: 0 });
   });
@@ -97,7 +105,12 @@ describe('stop', () => {
   });
 
   it('stop() before start() does nothing; start() after stop() is refused', async () => {
-    const worker = createWorker({ baseUrl: h.gw.url, apiKey: API_KEY, instanceId: 'x', handlers: { a: () => 1 } });
+    const worker = createWorker({
+      baseUrl: h.gw.url,
+      apiKey: API_KEY,
+      instanceId: 'x',
+      handlers: { a: () => 1 },
+    });
     await worker.stop();
     expect(worker.state).toBe('stopped');
     await expect(worker.start()).rejects.toThrow(/idle/);
@@ -112,7 +125,11 @@ describe('sessions and back-off', () => {
     await gw.until(() => gw.calls('/workers/heartbeat').length >= 1);
     gw.sessionToken = 'expired-elsewhere';
     await gw.until(() => gw.calls('/workers/bootstrap').length === 2);
-    await gw.until(() => gw.calls('/workers/heartbeat').some((c) => c.status === 200 && c.headers['x-worker-session'] === 'sess-2'));
+    await gw.until(() =>
+      gw
+        .calls('/workers/heartbeat')
+        .some((c) => c.status === 200 && c.headers['x-worker-session'] === 'sess-2'),
+    );
     const beat = gw.calls('/workers/heartbeat').at(-1);
     expect(beat?.body).toEqual({ workerId: 'worker-id-1', inFlight: 0, processed: 0, failed: 0 });
   });
@@ -121,11 +138,18 @@ describe('sessions and back-off', () => {
     const { gw } = h;
     let ran = 0;
     await h.start({ job: () => `r${++ran}` });
-    gw.on('result', (req, g) => (req.headers['x-worker-session'] === 'sess-1' ? ((g.sessionToken = ''), { status: 401 }) : undefined));
+    gw.on('result', (req, g) =>
+      req.headers['x-worker-session'] === 'sess-1'
+        ? ((g.sessionToken = ''), { status: 401 })
+        : undefined,
+    );
     const message = gw.enqueue('job');
     await gw.until(() => gw.acks.length === 1);
     const results = gw.calls(`/stages/${message.stageId}/result`);
-    expect(results.map((r) => [r.status, r.headers['x-worker-session']])).toEqual([[401, 'sess-1'], [202, 'sess-2']]);
+    expect(results.map((r) => [r.status, r.headers['x-worker-session']])).toEqual([
+      [401, 'sess-1'],
+      [202, 'sess-2'],
+    ]);
     expect(results[1]?.body).toEqual(results[0]?.body);
     expect(ran).toBe(1);
   });
@@ -133,7 +157,11 @@ describe('sessions and back-off', () => {
   it('backs off for Retry-After when a pull answers 429', async () => {
     const { gw } = h;
     let answered = 0;
-    gw.on('pull', () => (answered++ === 0 ? { status: 429, headers: { 'retry-after': '1' }, body: { code: 'too_many_inflight' } } : undefined));
+    gw.on('pull', () =>
+      answered++ === 0
+        ? { status: 429, headers: { 'retry-after': '1' }, body: { code: 'too_many_inflight' } }
+        : undefined,
+    );
     await h.start({ job: () => 'ok' }, { waitSeconds: 0 });
     await gw.until(() => gw.calls('/jobs/pull').length >= 2);
     const [first, second] = gw.calls('/jobs/pull');
@@ -141,7 +169,13 @@ describe('sessions and back-off', () => {
   });
 
   it('start() rejects at once when the API key is refused', async () => {
-    const worker = createWorker({ baseUrl: h.gw.url, apiKey: 'wrong', instanceId: 'x', handlers: { a: () => 1 }, logger: { info() {}, warn() {}, error() {} } });
+    const worker = createWorker({
+      baseUrl: h.gw.url,
+      apiKey: 'wrong',
+      instanceId: 'x',
+      handlers: { a: () => 1 },
+      logger: { info() {}, warn() {}, error() {} },
+    });
     await expect(worker.start()).rejects.toMatchObject({ name: 'ApiError', status: 401 });
     expect(worker.state).toBe('stopped');
   });
@@ -149,7 +183,14 @@ describe('sessions and back-off', () => {
 
 describe('options', () => {
   it('lists every problem at once', () => {
-    const bad = { baseUrl: 'ftp://x', apiKey: '', instanceId: '', handlers: { a: 'nope' }, concurrency: 0, waitSeconds: 21 };
+    const bad = {
+      baseUrl: 'ftp://x',
+      apiKey: '',
+      instanceId: '',
+      handlers: { a: 'nope' },
+      concurrency: 0,
+      waitSeconds: 21,
+    };
     let error: unknown;
     try {
       createWorker(bad as unknown as WorkerOptions);
@@ -158,13 +199,23 @@ describe('options', () => {
     }
     expect(error).toBeInstanceOf(WorkerConfigError);
     const problems = (error as WorkerConfigError).problems.join('\n');
-    for (const word of ['baseUrl', 'apiKey', 'instanceId', 'handlers["a"]', 'concurrency', 'waitSeconds']) {
+    for (const word of [
+      'baseUrl',
+      'apiKey',
+      'instanceId',
+      'handlers["a"]',
+      'concurrency',
+      'waitSeconds',
+    ]) {
       expect(problems).toContain(word);
     }
   });
 
   it('sends worker calls to workerBaseUrl when given', async () => {
-    const worker = await h.start({ a: () => 1 }, { baseUrl: 'http://127.0.0.1:9', workerBaseUrl: `${h.gw.url}/` });
+    const worker = await h.start(
+      { a: () => 1 },
+      { baseUrl: 'http://127.0.0.1:9', workerBaseUrl: `${h.gw.url}/` },
+    );
     expect(worker.state).toBe('running');
     expect(h.gw.calls('/workers/bootstrap')).toHaveLength(1);
   });

@@ -157,7 +157,8 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
   const o = options as Partial<Record<keyof WorkerOptions, unknown>>;
   const p: Problems = [];
   const baseUrl = url(o.baseUrl, 'baseUrl', p);
-  const workerBaseUrl = o.workerBaseUrl === undefined ? baseUrl : url(o.workerBaseUrl, 'workerBaseUrl', p);
+  const workerBaseUrl =
+    o.workerBaseUrl === undefined ? baseUrl : url(o.workerBaseUrl, 'workerBaseUrl', p);
   if (typeof o.apiKey !== 'string' || o.apiKey.trim() === '') {
     p.push('apiKey is required (the application API key; did you set PO_API_KEY?)');
   }
@@ -176,7 +177,9 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
     logger !== undefined &&
     (typeof logger !== 'object' ||
       logger === null ||
-      ['info', 'warn', 'error'].some((m) => typeof (logger as unknown as JsonObject)[m] !== 'function'))
+      ['info', 'warn', 'error'].some(
+        (m) => typeof (logger as unknown as JsonObject)[m] !== 'function',
+      ))
   ) {
     p.push('logger must have info, warn and error functions');
   }
@@ -202,7 +205,8 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
     abortGraceMs: ms('abortGraceMs', 0, 5_000),
     requestTimeoutMs: ms('requestTimeoutMs', 1, 10_000),
     leaseRenewIntervalMs: ms('leaseRenewIntervalMs', 1, 20_000),
-    heartbeatIntervalMs: o.heartbeatIntervalMs === undefined ? undefined : ms('heartbeatIntervalMs', 1, 30_000),
+    heartbeatIntervalMs:
+      o.heartbeatIntervalMs === undefined ? undefined : ms('heartbeatIntervalMs', 1, 30_000),
     eventFlushIntervalMs: ms('eventFlushIntervalMs', 1, 1_000),
     sendEvents: o.sendEvents !== false,
     retryBaseDelayMs: ms('retryBaseDelayMs', 1, 500),

@@ -38,19 +38,34 @@ describe('fromReturn', () => {
   it('fails with a code the server will not retry when the value cannot be sent', () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    expect(fromReturn(circular)).toMatchObject({ isSuccess: false, errorCode: 'RESULT_NOT_SERIALIZABLE', retryable: false });
-    expect(fromReturn('x'.repeat(262_145))).toMatchObject({ isSuccess: false, errorCode: 'RESULT_TOO_LARGE' });
+    expect(fromReturn(circular)).toMatchObject({
+      isSuccess: false,
+      errorCode: 'RESULT_NOT_SERIALIZABLE',
+      retryable: false,
+    });
+    expect(fromReturn('x'.repeat(262_145))).toMatchObject({
+      isSuccess: false,
+      errorCode: 'RESULT_TOO_LARGE',
+    });
     expect(fromReturn('é'.repeat(131_072)).isSuccess).toBe(true); // exactly 262144 bytes
   });
 });
 
 describe('fromThrow', () => {
   it('maps StageError, abort reasons, string codes and anything else', () => {
-    expect(fromThrow(new StageError('X', 'm', { retryable: true }), undefined)).toMatchObject({ errorCode: 'X', retryable: true });
-    expect(fromThrow(new Error('late'), new StageTimeoutError(5))).toMatchObject({ errorCode: 'TIMEOUT' });
+    expect(fromThrow(new StageError('X', 'm', { retryable: true }), undefined)).toMatchObject({
+      errorCode: 'X',
+      retryable: true,
+    });
+    expect(fromThrow(new Error('late'), new StageTimeoutError(5))).toMatchObject({
+      errorCode: 'TIMEOUT',
+    });
     expect(fromThrow({ code: 'E\nBAD' }, undefined)).toMatchObject({ errorCode: 'E_BAD' });
     expect(fromThrow('just a string', undefined)).toMatchObject({ errorCode: 'HANDLER_ERROR' });
-    expect(fromThrow(new Error('m'), undefined).extraLogs[0]).toMatchObject({ message: 'HANDLER_ERROR: m', logLevel: 'Error' });
+    expect(fromThrow(new Error('m'), undefined).extraLogs[0]).toMatchObject({
+      message: 'HANDLER_ERROR: m',
+      logLevel: 'Error',
+    });
   });
 
   it('cleans error codes', () => {
@@ -70,9 +85,17 @@ describe('buildResultBody', () => {
     const body = buildResultBody(message, 2, fromThrow(new Error('boom'), undefined), collected);
     expect(body.logs).toHaveLength(100);
     expect(body.logs?.[97]?.message).toBe('line 97');
-    expect(body.logs?.[98]?.message).toBe('52 more log lines were dropped (at most 100 per result)');
+    expect(body.logs?.[98]?.message).toBe(
+      '52 more log lines were dropped (at most 100 per result)',
+    );
     expect(body.logs?.[99]?.message).toBe('HANDLER_ERROR: boom');
-    expect(body).toMatchObject({ stageId: 3, executionId: 'e', attempt: 2, pipelineId: 2, isSuccess: false });
+    expect(body).toMatchObject({
+      stageId: 3,
+      executionId: 'e',
+      attempt: 2,
+      pipelineId: 2,
+      isSuccess: false,
+    });
   });
 
   it('shortens logs to fit the 327680-byte request limit', () => {
@@ -88,14 +111,22 @@ describe('buildResultBody', () => {
 describe('handler context', () => {
   const make = (input = '') => {
     const collected = createCollected();
-    const ctx = createContext({ delivery: delivery(input), handler: 'h', attempt: 1, signal: new AbortController().signal, collected });
+    const ctx = createContext({
+      delivery: delivery(input),
+      handler: 'h',
+      attempt: 1,
+      signal: new AbortController().signal,
+      collected,
+    });
     return { ctx, collected };
   };
 
   it('json() parses the input, uses a fallback for empty input, and fails with VALIDATION_ERROR', () => {
     expect(make('{"a":1}').ctx.json()).toEqual({ a: 1 });
     expect(make('').ctx.json({ d: 1 })).toEqual({ d: 1 });
-    expect(() => make('{').ctx.json()).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR', retryable: false }));
+    expect(() => make('{').ctx.json()).toThrow(
+      expect.objectContaining({ code: 'VALIDATION_ERROR', retryable: false }),
+    );
     expect(() => make('').ctx.json()).toThrow(/empty/);
   });
 
@@ -103,7 +134,9 @@ describe('handler context', () => {
     const { ctx, collected } = make();
     ctx.setContext('k', 'one');
     ctx.setContext('k', 'two', { valueType: 'text' });
-    expect([...collected.contextItems.values()]).toEqual([{ key: 'k', value: 'two', isSensitive: false, valueType: 'text' }]);
+    expect([...collected.contextItems.values()]).toEqual([
+      { key: 'k', value: 'two', isSensitive: false, valueType: 'text' },
+    ]);
     for (let i = 1; i < 64; i++) ctx.setContext(`k${i}`, i);
     expect(() => ctx.setContext('one-too-many', 'x')).toThrow(RangeError);
     expect(() => ctx.setContext('', 'x')).toThrow(TypeError);

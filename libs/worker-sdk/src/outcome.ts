@@ -31,7 +31,9 @@ function failure(code: string, message: string, retryable?: boolean): Outcome {
 }
 
 /** undefined and null → no result; a string as is; anything else JSON-serialised. */
-function serialise(value: unknown): { ok: true; result: string | undefined } | { ok: false; why: string } {
+function serialise(
+  value: unknown,
+): { ok: true; result: string | undefined } | { ok: false; why: string } {
   if (value === undefined || value === null) return { ok: true, result: undefined };
   if (typeof value === 'string') return { ok: true, result: value };
   try {
@@ -45,7 +47,8 @@ function serialise(value: unknown): { ok: true; result: string | undefined } | {
 export function fromReturn(value: unknown): Outcome {
   const approval = isApprovalRequest(value);
   const s = serialise(approval ? value.result : value);
-  if (!s.ok) return failure('RESULT_NOT_SERIALIZABLE', `the handler's return value: ${s.why}`, false);
+  if (!s.ok)
+    return failure('RESULT_NOT_SERIALIZABLE', `the handler's return value: ${s.why}`, false);
   if (s.result !== undefined && bytes(s.result) > LIMITS.resultBytes) {
     return failure(
       'RESULT_TOO_LARGE',
@@ -58,10 +61,12 @@ export function fromReturn(value: unknown): Outcome {
   return outcome;
 }
 
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/g;
+
 /** A code the server accepts: no control characters, at most 200 characters. */
 export function cleanErrorCode(code: string): string {
-  // eslint-disable-next-line no-control-regex
-  const cleaned = truncate(code.replace(/[\u0000-\u001f\u007f-\u009f]/g, '_'), LIMITS.errorCodeChars);
+  const cleaned = truncate(code.replace(CONTROL_CHARACTERS, '_'), LIMITS.errorCodeChars);
   return cleaned.trim() === '' ? 'HANDLER_ERROR' : cleaned;
 }
 
@@ -72,9 +77,12 @@ export function fromThrow(err: unknown, abortReason: unknown): Outcome {
   if (abortReason instanceof StageTimeoutError) return failure('TIMEOUT', message);
   if (abortReason instanceof WorkerStoppingError) return failure('WORKER_STOPPING', message, true);
   const e = err as { code?: unknown; retryable?: unknown } | null;
-  const code = typeof e === 'object' && e !== null && typeof e.code === 'string' ? e.code : undefined;
+  const code =
+    typeof e === 'object' && e !== null && typeof e.code === 'string' ? e.code : undefined;
   const retryable =
-    typeof e === 'object' && e !== null && typeof e.retryable === 'boolean' ? e.retryable : undefined;
+    typeof e === 'object' && e !== null && typeof e.retryable === 'boolean'
+      ? e.retryable
+      : undefined;
   return failure(code === undefined ? 'HANDLER_ERROR' : cleanErrorCode(code), message, retryable);
 }
 
@@ -132,7 +140,10 @@ function fit(body: StageResultSubmit, outcome: Outcome): StageResultSubmit {
   const shorter = { ...body, logs: shortLogs };
   if (size(shorter) <= LIMITS.resultRequestBytes) return shorter;
   // Keep only the failure line (if any): the handler's own lines go first.
-  const essentials = { ...body, logs: shortLogs.slice(shortLogs.length - outcome.extraLogs.length) };
+  const essentials = {
+    ...body,
+    logs: shortLogs.slice(shortLogs.length - outcome.extraLogs.length),
+  };
   if (size(essentials) <= LIMITS.resultRequestBytes) return essentials;
   const failed = failure(
     'RESULT_TOO_LARGE',

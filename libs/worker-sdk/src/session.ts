@@ -45,9 +45,18 @@ export class Session {
         this.info = await this.client.bootstrap(this.options.request, signal);
         return this.info;
       } catch (err) {
-        if (signal.aborted || !isRetryable(err) || attempt >= this.options.startupAttempts) throw err;
-        const delay = backoffDelay(attempt - 1, this.options.retryBaseDelayMs, this.options.retryMaxDelayMs);
-        this.logger.warn('bootstrap failed; retrying', { attempt, delayMs: delay, error: describe(err) });
+        if (signal.aborted || !isRetryable(err) || attempt >= this.options.startupAttempts)
+          throw err;
+        const delay = backoffDelay(
+          attempt - 1,
+          this.options.retryBaseDelayMs,
+          this.options.retryMaxDelayMs,
+        );
+        this.logger.warn('bootstrap failed; retrying', {
+          attempt,
+          delayMs: delay,
+          error: describe(err),
+        });
         await sleep(delay, signal);
       }
     }
@@ -91,7 +100,9 @@ export class Session {
       this.options.heartbeatIntervalMs ?? Math.max(1, this.current.heartbeatIntervalSeconds) * 1000;
     const beat = async () => {
       try {
-        await this.call((token, workerId) => this.client.heartbeat(token, { workerId, ...counters() }));
+        await this.call((token, workerId) =>
+          this.client.heartbeat(token, { workerId, ...counters() }),
+        );
         if (this.heartbeatFailing) this.logger.info('heartbeats are being accepted again');
         this.heartbeatFailing = false;
       } catch (err) {

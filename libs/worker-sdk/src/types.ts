@@ -3,13 +3,7 @@ import type { AppendedStage, ContextItem, JsonObject, StageOptions } from './pro
 
 /** Stage log levels the dashboard knows; any 1..32 character string is accepted. */
 export type StageLogLevel =
-  | 'Trace'
-  | 'Debug'
-  | 'Information'
-  | 'Warning'
-  | 'Error'
-  | 'Critical'
-  | (string & {});
+  'Trace' | 'Debug' | 'Information' | 'Warning' | 'Error' | 'Critical' | (string & {});
 
 /** What a handler knows about the stage execution it runs. */
 export interface StageDetails {
@@ -95,4 +89,22 @@ export interface WorkerStats {
   readonly processed: number;
   /** Executions that failed, lost their lease, or whose result could not be delivered. */
   readonly failed: number;
+}
+
+export interface StopOptions {
+  /** How long running handlers may take before ctx.signal aborts; default drainTimeoutMs. */
+  timeoutMs?: number;
+  /** Sent with POST /workers/shutdown. */
+  reason?: string;
+}
+
+export interface Worker {
+  /** Bootstraps and starts pulling; resolves once the worker is running. */
+  start(): Promise<void>;
+  /** Stops pulling, lets running handlers finish (bounded), then announces the shutdown. */
+  stop(options?: StopOptions): Promise<void>;
+  /** Stops on SIGTERM/SIGINT (a second signal exits at once). Returns a function that unregisters. */
+  stopOnSignals(signals?: readonly NodeJS.Signals[]): () => void;
+  readonly state: WorkerState;
+  readonly stats: WorkerStats;
 }

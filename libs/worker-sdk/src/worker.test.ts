@@ -45,7 +45,11 @@ describe('one delivery', () => {
   it('posts the result with the lease attempt, and acks only after the 202', async () => {
     const { gw } = h;
     let seen: HandlerContext | undefined;
-    gw.on('result', () => ({ status: 202, body: { accepted: true, stageId: 1, executionId: 'x' }, delayMs: 150 }));
+    gw.on('result', () => ({
+      status: 202,
+      body: { accepted: true, stageId: 1, executionId: 'x' },
+      delayMs: 150,
+    }));
     await h.start({
       job: (ctx) => {
         seen = ctx;
@@ -58,12 +62,19 @@ describe('one delivery', () => {
     });
     const message = gw.enqueue('job', {
       input: '{"n":5}',
-      pipelineContextItems: [{ key: 'old', value: 'v', valueType: null, isSensitive: false, isDeleted: false }],
+      pipelineContextItems: [
+        { key: 'old', value: 'v', valueType: null, isSensitive: false, isDeleted: false },
+      ],
     });
     gw.attempts.set(message.stageId, 2); // two earlier leases: this one is attempt 3
     await gw.until(() => gw.acks.length === 1);
 
-    expect(seen?.stage).toMatchObject({ stageId: message.stageId, attempt: 3, handler: 'job', previousAttempts: 0 });
+    expect(seen?.stage).toMatchObject({
+      stageId: message.stageId,
+      attempt: 3,
+      handler: 'job',
+      previousAttempts: 0,
+    });
     expect(seen?.context).toEqual({ next: '{"n":1}' }); // the handler's own changes show at once
     expect(seen?.headers).toEqual({ h: 'v' });
     const [result] = gw.calls(`/stages/${message.stageId}/result`);
@@ -132,7 +143,11 @@ describe('one delivery', () => {
     expect((reason as LeaseLostError).reason).toBe('pipeline_cancelled');
     expect(gw.calls(/\/result$/)).toHaveLength(0);
     expect(gw.acks[0]).toMatchObject({ requeue: false, stageId: message.stageId });
-    await gw.until(() => gw.calls('/workers/events').some((e) => e.body.events.some((x: { kind: string }) => x.kind === 'lease_lost')));
+    await gw.until(() =>
+      gw
+        .calls('/workers/events')
+        .some((e) => e.body.events.some((x: { kind: string }) => x.kind === 'lease_lost')),
+    );
   });
 
   it('renews the lease in the background while the handler runs', async () => {
@@ -142,7 +157,10 @@ describe('one delivery', () => {
     await gw.until(() => gw.acks.length === 1);
     const renewals = gw.calls(`/stages/${message.stageId}/lease/renew`);
     expect(renewals.length).toBeGreaterThanOrEqual(2);
-    expect(renewals[0]?.body).toEqual({ executionId: message.executionId, workerId: 'worker-id-1' });
+    expect(renewals[0]?.body).toEqual({
+      executionId: message.executionId,
+      workerId: 'worker-id-1',
+    });
   });
 });
 
@@ -159,8 +177,14 @@ describe('handler outcomes', () => {
     const body = await outcome(() => {
       throw new StageError('PAYMENT_DECLINED', 'card refused', { retryable: false });
     });
-    expect(body).toMatchObject({ isSuccess: false, errorCode: 'PAYMENT_DECLINED', retryable: false });
-    expect(body.logs).toEqual([expect.objectContaining({ message: 'PAYMENT_DECLINED: card refused', logLevel: 'Error' })]);
+    expect(body).toMatchObject({
+      isSuccess: false,
+      errorCode: 'PAYMENT_DECLINED',
+      retryable: false,
+    });
+    expect(body.logs).toEqual([
+      expect.objectContaining({ message: 'PAYMENT_DECLINED: card refused', logLevel: 'Error' }),
+    ]);
   });
 
   it('any other error is HANDLER_ERROR', async () => {

@@ -14,27 +14,9 @@ import { queueName } from './protocol.js';
 import type { BootstrapResponse, PullJobResponse } from './protocol.js';
 import { Session } from './session.js';
 import { onSignals } from './signals.js';
-import type { StageHandler, WorkerState, WorkerStats } from './types.js';
+import type { StageHandler, StopOptions, Worker, WorkerState, WorkerStats } from './types.js';
 import { backoffDelay, sleep, truncate, within } from './util.js';
 import { SDK_VERSION } from './version.js';
-
-export interface StopOptions {
-  /** How long running handlers may take before ctx.signal aborts; default drainTimeoutMs. */
-  timeoutMs?: number;
-  /** Sent with POST /workers/shutdown. */
-  reason?: string;
-}
-
-export interface Worker {
-  /** Bootstraps and starts pulling; resolves once the worker is running. */
-  start(): Promise<void>;
-  /** Stops pulling, lets running handlers finish (bounded), then announces the shutdown. */
-  stop(options?: StopOptions): Promise<void>;
-  /** Stops on SIGTERM/SIGINT (a second signal exits at once). Returns a function that unregisters. */
-  stopOnSignals(signals?: readonly NodeJS.Signals[]): () => void;
-  readonly state: WorkerState;
-  readonly stats: WorkerStats;
-}
 
 interface Route {
   queue: string;
@@ -127,7 +109,9 @@ class PipelineWorker implements Worker {
       this.routes = this.bind(await this.session.bootstrap(signal));
     } catch (err) {
       this.current = 'stopped';
-      if (signal.aborted) throw new Error('stop() was called while the worker was starting');
+      if (signal.aborted) {
+        throw new Error('stop() was called while the worker was starting', { cause: err });
+      }
       this.logger.error('bootstrap failed', { error: describe(err) });
       throw err;
     }
@@ -137,7 +121,11 @@ class PipelineWorker implements Worker {
     this.session.startHeartbeat(() => ({ ...this.counters }));
     this.events.push({
       kind: 'started',
-      data: { concurrency: this.o.concurrency, handlers: [...this.o.handlers.keys()], sdkVersion: SDK_VERSION },
+      data: {
+        concurrency: this.o.concurrency,
+        handlers: [...this.o.handlers.keys()],
+        sdkVersion: SDK_VERSION,
+      },
     });
     this.logger.info('worker started', {
       workerId: this.session.workerId,
@@ -151,7 +139,9 @@ class PipelineWorker implements Worker {
   private bind(info: BootstrapResponse): Route[] {
     const names = [...this.o.handlers.keys()];
     if (info.queues.length !== names.length) {
-      throw new ProtocolError(`bootstrap returned ${info.queues.length} queues for ${names.length} handlers`);
+      throw new ProtocolError(
+        `bootstrap returned ${info.queues.length} queues for ${names.length} handlers`,
+      );
     }
     return names.map((handler, i) => {
       const queue = info.queues[i] ?? queueName(info.applicationId, handler);
@@ -244,7 +234,11 @@ class PipelineWorker implements Worker {
     }
     this.current = 'stopping';
     this.pullAbort.abort();
-    this.events.push({ kind: 'stopping', message: reason, data: { inFlight: this.counters.inFlight } });
+    this.events.push({
+      kind: 'stopping',
+      message: reason,
+      data: { inFlight: this.counters.inFlight },
+    });
     this.logger.info('worker stopping; draining running handlers', {
       reason,
       inFlight: this.counters.inFlight,

@@ -27,9 +27,11 @@ describe('context updates (addendum §13)', () => {
     expect(out.dropped).toEqual([]);
   });
 
-  it('an upsert is a whole item: fields it omits take their defaults, not the old values', () => {
+  it('an upsert is a whole item: omitted value and valueType take their defaults; sensitivity stays (decision 0009)', () => {
     const secret: ContextEntry = { key: 's', value: 'old', valueType: 'json', isSensitive: true };
-    expect(mergeContext([secret], [{ key: 's', value: 'new' }]).items).toEqual([{ key: 's', value: 'new', valueType: null, isSensitive: false }]);
+    expect(mergeContext([secret], [{ key: 's', value: 'new' }]).items).toEqual([{ key: 's', value: 'new', valueType: null, isSensitive: true }]);
+    const plain: ContextEntry = { key: 'p', value: 'old', valueType: 'json', isSensitive: false };
+    expect(mergeContext([plain], [{ key: 'p' }]).items).toEqual([{ key: 'p', value: '', valueType: null, isSensitive: false }]);
   });
 
   it('a new key is appended; omitted fields take their defaults (value "", valueType null, isSensitive false)', () => {
