@@ -55,9 +55,19 @@ export class TransportError extends Error {
     readonly timedOut: boolean,
     cause: unknown,
   ) {
-    const why = timedOut ? 'timed out' : cause instanceof Error ? cause.message : String(cause);
-    super(`${method} ${path} failed: ${why}`, { cause });
+    super(`${method} ${path} failed: ${timedOut ? 'timed out' : networkReason(cause)}`, { cause });
   }
+}
+
+/** undici reports "fetch failed" and keeps the useful part (ECONNREFUSED, …) in `cause`. */
+function networkReason(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const inner = err.cause as { code?: unknown; message?: unknown } | undefined;
+  if (inner !== undefined && inner !== null) {
+    if (typeof inner.code === 'string') return `${err.message} (${inner.code})`;
+    if (typeof inner.message === 'string') return `${err.message} (${inner.message})`;
+  }
+  return err.message;
 }
 
 /** The server answered 2xx with a body the SDK cannot use. */

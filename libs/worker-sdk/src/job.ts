@@ -37,6 +37,8 @@ export interface JobDeps {
   counters: Counters;
   /** Aborts when stop() gives up waiting; running handlers see it on ctx.signal. */
   stopSignal: AbortSignal;
+  /** Aborts when stop() is done waiting for deliveries: retries end there. */
+  abandonSignal: AbortSignal;
 }
 
 type Delivery = 'accepted' | 'lease_lost' | 'rejected' | 'undelivered';
@@ -189,8 +191,8 @@ export class JobRunner {
         );
       } catch (err) {
         if (isRetryable(err) && i < 2) {
-          await sleep(backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs));
-          continue;
+          const delay = backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs);
+          if (await sleep(delay, this.deps.abandonSignal)) continue;
         }
         const retryable = isRetryable(err);
         logger.warn(
@@ -247,7 +249,10 @@ export class JobRunner {
           delayMs: delay,
           error: describe(err),
         });
-        await sleep(delay);
+        if (!(await sleep(delay, this.deps.abandonSignal))) {
+          logger.error('worker stopped before the result was delivered', fields);
+          return 'undelivered';
+        }
       }
     }
   }
@@ -274,7 +279,8 @@ export class JobRunner {
           });
           return;
         }
-        await sleep(backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs));
+        const delay = backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs);
+        if (!(await sleep(delay, this.deps.abandonSignal))) return;
       }
     }
   }

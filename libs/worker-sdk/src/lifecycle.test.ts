@@ -104,6 +104,24 @@ describe('stop', () => {
     expect(gw.calls('/workers/shutdown')).toHaveLength(1);
   });
 
+  it('gives up re-sending a result once stop() is done waiting', async () => {
+    const { gw } = h;
+    gw.on('result', () => ({ status: 503, body: { code: 'broker_unavailable' } }));
+    const worker = await h.start(
+      { job: () => 'ok' },
+      { retryBaseDelayMs: 20, retryMaxDelayMs: 20 },
+    );
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.calls(/\/result$/).length >= 2);
+    const began = Date.now();
+    await worker.stop({ timeoutMs: 50 });
+    expect(Date.now() - began).toBeLessThan(1000);
+    expect(gw.calls('/workers/shutdown')).toHaveLength(1);
+    await gw.until(() => gw.acks.length === 1); // abandoned: acked so it is not held in flight
+    expect(gw.acks[0]).toMatchObject({ stageId: message.stageId, requeue: false });
+    expect(worker.stats.failed).toBe(1);
+  });
+
   it('stop() before start() does nothing; start() after stop() is refused', async () => {
     const worker = createWorker({
       baseUrl: h.gw.url,

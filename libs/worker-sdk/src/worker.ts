@@ -12,17 +12,13 @@ import { resolveOptions } from './options.js';
 import type { ResolvedOptions, WorkerOptions } from './options.js';
 import { queueName } from './protocol.js';
 import type { BootstrapResponse, PullJobResponse } from './protocol.js';
+import { Rotation } from './rotation.js';
+import type { Route } from './rotation.js';
 import { Session } from './session.js';
 import { onSignals } from './signals.js';
 import type { StageHandler, StopOptions, Worker, WorkerState, WorkerStats } from './types.js';
 import { backoffDelay, sleep, truncate, within } from './util.js';
 import { SDK_VERSION } from './version.js';
-
-interface Route {
-  queue: string;
-  handler: string;
-  fn: StageHandler;
-}
 
 class PipelineWorker implements Worker {
   private readonly logger: Required<Logger>;
@@ -34,9 +30,9 @@ class PipelineWorker implements Worker {
   private readonly startAbort = new AbortController();
   private readonly pullAbort = new AbortController();
   private readonly stopAbort = new AbortController();
+  private readonly abandonAbort = new AbortController();
   private current: WorkerState = 'idle';
-  private routes: Route[] = [];
-  private next = 0;
+  private rotation: Rotation | undefined;
   private pausedUntil = 0;
   private loops: Promise<void>[] = [];
   private starting: Promise<void> | undefined;
@@ -78,6 +74,7 @@ class PipelineWorker implements Worker {
       options: o,
       counters: this.counters,
       stopSignal: this.stopAbort.signal,
+      abandonSignal: this.abandonAbort.signal,
     });
   }
 
@@ -89,7 +86,7 @@ class PipelineWorker implements Worker {
     return {
       state: this.current,
       workerId: this.session.workerId,
-      queues: this.routes.map((r) => r.queue),
+      queues: (this.rotation?.routes ?? []).map((r) => r.queue),
       ...this.counters,
     };
   }
@@ -105,8 +102,11 @@ class PipelineWorker implements Worker {
 
   private async doStart(): Promise<void> {
     const signal = this.startAbort.signal;
+    let rotation: Rotation;
     try {
-      this.routes = this.bind(await this.session.bootstrap(signal));
+      const routes = this.bind(await this.session.bootstrap(signal));
+      rotation = new Rotation(routes, this.o.concurrency, this.o.waitSeconds);
+      this.rotation = rotation;
     } catch (err) {
       this.current = 'stopped';
       if (signal.aborted) {
@@ -129,10 +129,12 @@ class PipelineWorker implements Worker {
     });
     this.logger.info('worker started', {
       workerId: this.session.workerId,
-      queues: this.routes.map((r) => r.queue),
+      queues: rotation.routes.map((r) => r.queue),
       concurrency: this.o.concurrency,
     });
-    for (let slot = 0; slot < this.o.concurrency; slot++) this.loops.push(this.slotLoop());
+    for (let slot = 0; slot < this.o.concurrency; slot++) {
+      this.loops.push(this.slotLoop(rotation));
+    }
   }
 
   /** Pairs each handler with its queue (the bootstrap lists them in handler order). */
@@ -149,14 +151,8 @@ class PipelineWorker implements Worker {
     });
   }
 
-  private nextRoute(): Route {
-    const route = this.routes[this.next % this.routes.length] as Route;
-    this.next = (this.next + 1) % this.routes.length;
-    return route;
-  }
-
   /** One handler slot: pull (only while free), run the job, repeat. Never rejects. */
-  private async slotLoop(): Promise<void> {
+  private async slotLoop(rotation: Rotation): Promise<void> {
     const signal = this.pullAbort.signal;
     let failures = 0;
     while (this.current === 'running') {
@@ -165,18 +161,20 @@ class PipelineWorker implements Worker {
         await sleep(paused, signal);
         continue;
       }
-      const route = this.nextRoute();
+      const { route, wait, done } = rotation.take();
       let delivery: PullJobResponse | null;
       try {
-        delivery = await this.client.pull(route.queue, this.o.waitSeconds, signal);
+        delivery = await this.client.pull(route.queue, wait, signal);
         failures = 0;
       } catch (err) {
         if (this.current !== 'running') break;
         await this.pullFailed(err, route, failures++);
         continue;
+      } finally {
+        done();
       }
       if (delivery === null) {
-        if (this.o.waitSeconds === 0) await sleep(500, signal);
+        if (wait === 0) await sleep(500, signal);
         continue;
       }
       if (this.current !== 'running') {
@@ -184,10 +182,13 @@ class PipelineWorker implements Worker {
         await this.client.ack(delivery.token, true).catch(() => undefined);
         break;
       }
+      rotation.busy += 1;
       try {
         await this.runner.run(delivery, route.handler, route.fn);
       } catch (err) {
         this.logger.error('unexpected error while running a delivery', { error: describe(err) });
+      } finally {
+        rotation.busy -= 1;
       }
     }
   }
@@ -256,6 +257,7 @@ class PipelineWorker implements Worker {
         });
       }
     }
+    this.abandonAbort.abort();
     this.events.push({ kind: 'stopped', message: reason, data: { ...this.counters } });
     await this.events.close(Math.min(this.o.requestTimeoutMs, 5000));
     this.session.stopHeartbeat();

@@ -59,6 +59,8 @@ export class Deliveries {
     for (;;) {
       if (signal.aborted || this.closing) return null;
       this.reserved += 1;
+      // The BullMQ lock (visibility timeout) starts during the fetch: count the timeout from before it.
+      const fetchStartedAt = this.now();
       let fetched: FetchedMessage | null;
       try {
         fetched = await this.fetcher.fetch(queue);
@@ -71,7 +73,7 @@ export class Deliveries {
           await this.fetcher.requeue(fetched);
           return null;
         }
-        return this.hold(queue, fetched);
+        return this.hold(queue, fetched, fetchStartedAt);
       }
       const remaining = deadline - this.now();
       if (remaining <= 0) return null;
@@ -79,9 +81,9 @@ export class Deliveries {
     }
   }
 
-  private hold(queue: string, message: FetchedMessage): Delivery {
+  private hold(queue: string, message: FetchedMessage, fetchStartedAt: number): Delivery {
     const token = randomBytes(24).toString('base64url');
-    this.held.set(token, { message, queue, expiresAt: this.now() + this.options.visibilityTimeoutMs });
+    this.held.set(token, { message, queue, expiresAt: fetchStartedAt + this.options.visibilityTimeoutMs });
     return { token, queue, messageId: String(message.job.id), payload: message.job.data };
   }
 
@@ -90,6 +92,11 @@ export class Deliveries {
     const held = this.held.get(token);
     if (!held) return false;
     this.held.delete(token);
+    if (held.expiresAt <= this.now()) {
+      // Past the visibility timeout the delivery is no longer held (404), even if no sweep ran yet.
+      await this.requeueExpired(held);
+      return false;
+    }
     if (requeue) await this.fetcher.requeue(held.message);
     else await this.fetcher.complete(held.message);
     return true;
@@ -126,15 +133,20 @@ export class Deliveries {
     for (const [token, held] of this.held) {
       if (held.expiresAt > now) continue;
       this.held.delete(token);
-      try {
-        await this.fetcher.requeue(held.message);
-        requeued += 1;
-      } catch (err) {
-        // The BullMQ lock lapsed too; the stalled check returns the message instead.
-        this.logger.warn({ err, queue: held.queue }, 'visibility-timeout requeue failed');
-      }
+      if (await this.requeueExpired(held)) requeued += 1;
     }
     return requeued;
+  }
+
+  private async requeueExpired(held: Held): Promise<boolean> {
+    try {
+      await this.fetcher.requeue(held.message);
+      return true;
+    } catch (err) {
+      // The BullMQ lock lapsed too; the stalled check returns the message instead.
+      this.logger.warn({ err, queue: held.queue }, 'visibility-timeout requeue failed');
+      return false;
+    }
   }
 
   startSweeping(intervalMs = 1000): void {

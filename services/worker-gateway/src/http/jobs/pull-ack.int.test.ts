@@ -3,8 +3,19 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, problemDetailsSchema, pullJobResponseSchema, stageQueueName, type FieldError, type JsonSchema } from '@po/contracts';
-import { startWorkerGateway, type Reply, type WorkerGatewayHarness } from '../../testing/harness.js';
+import {
+  compile,
+  problemDetailsSchema,
+  pullJobResponseSchema,
+  stageQueueName,
+  type FieldError,
+  type JsonSchema,
+} from '@po/contracts';
+import {
+  startWorkerGateway,
+  type Reply,
+  type WorkerGatewayHarness,
+} from '../../testing/harness.js';
 
 // ---------------------------------------------------------------------------------------------
 // Assertions shared by this file
@@ -19,7 +30,11 @@ function expectProblem(reply: Reply, status: number, code: string, fields?: stri
   expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({ status, code, type: `urn:problem-type:pipeline-orchestration:${code}` });
+  expect(reply.body).toMatchObject({
+    status,
+    code,
+    type: `urn:problem-type:pipeline-orchestration:${code}`,
+  });
   if (code === 'validation_failed') {
     const got = [...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort();
     expect(got).toEqual([...(fields ?? [])].sort());
@@ -48,8 +63,16 @@ function harnessHelpers(gw: () => WorkerGatewayHarness) {
   const ack = (json: unknown) => gw().call('POST', '/jobs/ack', { json });
   /** Dispatches `count` stages of one pipeline of app A on handler `h`. */
   const dispatch = async (h: string, count = 1) => {
-    const stages = Array.from({ length: count }, (_, i) => ({ stageName: `s${i}`, stageHandlerName: h, input: `{"i":${i}}` }));
-    return gw().seedDispatched(gw().appA.id, { name: 'pull', stages }, stages.map((_, i) => i));
+    const stages = Array.from({ length: count }, (_, i) => ({
+      stageName: `s${i}`,
+      stageHandlerName: h,
+      input: `{"i":${i}}`,
+    }));
+    return gw().seedDispatched(
+      gw().appA.id,
+      { name: 'pull', stages },
+      stages.map((_, i) => i),
+    );
   };
   const queueOf = (h: string, applicationId = gw().appA.id) => stageQueueName(applicationId, h);
   return { pull, ack, dispatch, queueOf };
@@ -78,12 +101,30 @@ describe('pull and ack (default settings)', () => {
       expect(r.body.headers).toEqual(expect.any(Object));
       expect(Object.keys(r.body.payload).sort()).toEqual(
         [
-          'applicationId', 'pipelineId', 'stageId', 'executionId', 'stageName', 'stageHandlerName', 'input', 'options',
-          'pipelineContextItems', 'traceId', 'spanId', 'dispatchedAt', 'timeOutSeconds', 'previousAttempts',
+          'applicationId',
+          'pipelineId',
+          'stageId',
+          'executionId',
+          'stageName',
+          'stageHandlerName',
+          'input',
+          'options',
+          'pipelineContextItems',
+          'traceId',
+          'spanId',
+          'dispatchedAt',
+          'timeOutSeconds',
+          'previousAttempts',
         ].sort(),
       );
       expect(r.body.payload).toEqual(seeded.messages[0]);
-      expect(r.body.payload).toMatchObject({ applicationId: gw.appA.id, pipelineId: seeded.pipelineId, stageId: seeded.stageIds[0], stageHandlerName: h, input: '{"i":0}' });
+      expect(r.body.payload).toMatchObject({
+        applicationId: gw.appA.id,
+        pipelineId: seeded.pipelineId,
+        stageId: seeded.stageIds[0],
+        stageHandlerName: h,
+        input: '{"i":0}',
+      });
       expect(gw.deliveries.inflight).toBe(1);
       expectEmpty(await ack({ token: r.body.token }));
       expect(gw.deliveries.inflight).toBe(0);
@@ -97,7 +138,9 @@ describe('pull and ack (default settings)', () => {
       expectDelivery(a, queueOf(h));
       expectDelivery(b, queueOf(h));
       expect(a.body.token).not.toBe(b.body.token);
-      expect(new Set([a.body.payload.executionId, b.body.payload.executionId])).toEqual(new Set(seeded.executions.map((e) => e.executionId)));
+      expect(new Set([a.body.payload.executionId, b.body.payload.executionId])).toEqual(
+        new Set(seeded.executions.map((e) => e.executionId)),
+      );
       expectEmpty(await pull({ queue: queueOf(h) }), 204);
       expectEmpty(await ack({ token: a.body.token }));
       expectEmpty(await ack({ token: b.body.token }));
@@ -141,12 +184,23 @@ describe('pull and ack (default settings)', () => {
 
     it("403 for another application's queue and for a name not of the form app_{id}_{handler}_StageNext", async () => {
       const h = handler('foreign');
-      const seededB = await gw.seedDispatched(gw.appB.id, { name: 'b', stages: [{ stageName: 's', stageHandlerName: h }] });
+      const seededB = await gw.seedDispatched(gw.appB.id, {
+        name: 'b',
+        stages: [{ stageName: 's', stageHandlerName: h }],
+      });
       expect(seededB.executions).toHaveLength(1);
       const foreign = await pull({ queue: queueOf(h, gw.appB.id) });
       expectProblem(foreign, 403, 'forbidden');
       expect(foreign.body.instance).toBe('/jobs/pull');
-      for (const queue of ['orders', `app_${gw.appA.id}__StageNext`, `app_${gw.appA.id}_h_stagenext`, `APP_${gw.appA.id}_h_StageNext`, `app_0${gw.appA.id}_h_StageNext`, `app_x_h_StageNext`, `${queueOf('h')}-suffix`]) {
+      for (const queue of [
+        'orders',
+        `app_${gw.appA.id}__StageNext`,
+        `app_${gw.appA.id}_h_stagenext`,
+        `APP_${gw.appA.id}_h_StageNext`,
+        `app_0${gw.appA.id}_h_StageNext`,
+        `app_x_h_StageNext`,
+        `${queueOf('h')}-suffix`,
+      ]) {
         expectProblem(await pull({ queue }), 403, 'forbidden');
       }
       // App B's message is untouched and still there for app B.
@@ -159,14 +213,35 @@ describe('pull and ack (default settings)', () => {
       const q = queueOf(handler('bad'));
       expectProblem(await pull({}), 400, 'validation_failed', ['/queue']);
       expectProblem(await pull({ queue: 12 }), 400, 'validation_failed', ['/queue']);
-      expectProblem(await pull({ queue: q, waitSeconds: 21 }), 400, 'validation_failed', ['/waitSeconds']);
-      expectProblem(await pull({ queue: q, waitSeconds: -1 }), 400, 'validation_failed', ['/waitSeconds']);
-      expectProblem(await pull({ queue: q, waitSeconds: '5' }), 400, 'validation_failed', ['/waitSeconds']);
-      expectProblem(await pull({ queue: q, waitSeconds: 1.5 }), 400, 'validation_failed', ['/waitSeconds']);
-      expectProblem(await pull({ waitSeconds: 21 }), 400, 'validation_failed', ['/queue', '/waitSeconds']);
-      expectProblem(await gw.call('POST', '/jobs/pull', { raw: '[', headers: { 'x-api-key': gw.appA.key } }), 400, 'validation_failed', ['']);
+      expectProblem(await pull({ queue: q, waitSeconds: 21 }), 400, 'validation_failed', [
+        '/waitSeconds',
+      ]);
+      expectProblem(await pull({ queue: q, waitSeconds: -1 }), 400, 'validation_failed', [
+        '/waitSeconds',
+      ]);
+      expectProblem(await pull({ queue: q, waitSeconds: '5' }), 400, 'validation_failed', [
+        '/waitSeconds',
+      ]);
+      expectProblem(await pull({ queue: q, waitSeconds: 1.5 }), 400, 'validation_failed', [
+        '/waitSeconds',
+      ]);
+      expectProblem(await pull({ waitSeconds: 21 }), 400, 'validation_failed', [
+        '/queue',
+        '/waitSeconds',
+      ]);
+      expectProblem(
+        await gw.call('POST', '/jobs/pull', { raw: '[', headers: { 'x-api-key': gw.appA.key } }),
+        400,
+        'validation_failed',
+        [''],
+      );
       // Body validation comes before the queue ownership check.
-      expectProblem(await pull({ queue: queueOf('h', gw.appB.id), waitSeconds: 21 }), 400, 'validation_failed', ['/waitSeconds']);
+      expectProblem(
+        await pull({ queue: queueOf('h', gw.appB.id), waitSeconds: 21 }),
+        400,
+        'validation_failed',
+        ['/waitSeconds'],
+      );
     });
 
     it('401 for a missing or invalid X-API-Key, before the body', async () => {
@@ -188,7 +263,7 @@ describe('pull and ack (default settings)', () => {
       expectProblem(again, 404, 'not_found');
       expect(again.body.instance).toBe('/jobs/ack');
       // Completed: nothing comes back.
-      expectEmpty(await pull({ queue: queueOf(h), waitSeconds: 1 }), 204);
+      expectEmpty(await pull({ queue: queueOf(h), waitSeconds: 0 }), 204);
     });
 
     it('ack of an unknown token gets 404; a missing or empty token 400', async () => {
@@ -196,8 +271,15 @@ describe('pull and ack (default settings)', () => {
       expectProblem(await ack({}), 400, 'validation_failed', ['/token']);
       expectProblem(await ack({ token: '' }), 400, 'validation_failed', ['/token']);
       expectProblem(await ack({ token: 5 }), 400, 'validation_failed', ['/token']);
-      expectProblem(await ack({ token: 'x', requeue: 'true' }), 400, 'validation_failed', ['/requeue']);
-      expectProblem(await gw.call('POST', '/jobs/ack', { raw: 'token=x' }), 400, 'validation_failed', ['']);
+      expectProblem(await ack({ token: 'x', requeue: 'true' }), 400, 'validation_failed', [
+        '/requeue',
+      ]);
+      expectProblem(
+        await gw.call('POST', '/jobs/ack', { raw: 'token=x' }),
+        400,
+        'validation_failed',
+        [''],
+      );
     });
 
     it('requeue=true returns the same message at once (same messageId and executionId) to the next pull, with no new attempt', async () => {
@@ -215,8 +297,14 @@ describe('pull and ack (default settings)', () => {
       expect(second.body.payload).toEqual(first.body.payload);
       expect(second.body.token).not.toBe(first.body.token);
       expectProblem(await ack({ token: first.body.token }), 404, 'not_found');
-      const stage = await gw.db.stage.findUniqueOrThrow({ where: { id: BigInt(seeded.stageIds[0]!) } });
-      expect(stage).toMatchObject({ status: 'Pending', attempt: 0, currentExecutionId: seeded.executions[0]!.executionId });
+      const stage = await gw.db.stage.findUniqueOrThrow({
+        where: { id: BigInt(seeded.stageIds[0]!) },
+      });
+      expect(stage).toMatchObject({
+        status: 'Pending',
+        attempt: 0,
+        currentExecutionId: seeded.executions[0]!.executionId,
+      });
       expectEmpty(await ack({ token: second.body.token }));
     });
 
@@ -268,6 +356,22 @@ describe('visibility timeout (GATEWAY_VISIBILITY_TIMEOUT=2)', () => {
     expectEmpty(await ack({ token: second.body.token }));
     expectEmpty(await pull({ queue: queueOf(h), waitSeconds: 0 }), 204);
   });
+
+  // Runs last in this harness: it stops the periodic sweep (releaseAll), so that the ack falls
+  // between the visibility timeout and the next sweep, a window of up to one sweep period.
+  it('a token acked after its visibility timeout, before any sweep ran, gets 404 (not held: expired) and the message is not lost', async () => {
+    await gw.deliveries.releaseAll();
+    const h = handler('vis-ack');
+    const seeded = await dispatch(h);
+    const first = await pull({ queue: queueOf(h) });
+    expectDelivery(first, queueOf(h));
+    await sleep(2300);
+    expectProblem(await ack({ token: first.body.token }), 404, 'not_found');
+    const again = await pull({ queue: queueOf(h), waitSeconds: 5 });
+    expectDelivery(again, queueOf(h));
+    expect(again.body.payload.executionId).toBe(seeded.executions[0]!.executionId);
+    expectEmpty(await ack({ token: again.body.token }));
+  });
 });
 
 describe('in-flight limit (GATEWAY_MAX_INFLIGHT=2)', () => {
@@ -293,7 +397,11 @@ describe('in-flight limit (GATEWAY_MAX_INFLIGHT=2)', () => {
     expectProblem(third, 429, 'too_many_inflight');
     expect(third.headers.get('retry-after')).toBe('1');
     // The limit is per process, whatever the queue.
-    expectProblem(await pull({ queue: queueOf(handler('other')), waitSeconds: 5 }), 429, 'too_many_inflight');
+    expectProblem(
+      await pull({ queue: queueOf(handler('other')), waitSeconds: 5 }),
+      429,
+      'too_many_inflight',
+    );
 
     expectEmpty(await ack({ token: a.body.token }));
     const c = await pull({ queue: queueOf(h) });

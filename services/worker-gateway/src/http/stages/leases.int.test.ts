@@ -4,9 +4,19 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, problemDetailsSchema, stageLeaseResponseSchema, type FieldError, type JsonSchema } from '@po/contracts';
+import {
+  compile,
+  problemDetailsSchema,
+  stageLeaseResponseSchema,
+  type FieldError,
+  type JsonSchema,
+} from '@po/contracts';
 import { startExecutions } from '@po/db';
-import { startWorkerGateway, type Reply, type WorkerGatewayHarness } from '../../testing/harness.js';
+import {
+  startWorkerGateway,
+  type Reply,
+  type WorkerGatewayHarness,
+} from '../../testing/harness.js';
 
 // ---------------------------------------------------------------------------------------------
 // Assertions shared by this file
@@ -21,7 +31,11 @@ function expectProblem(reply: Reply, status: number, code: string, fields?: stri
   expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({ status, code, type: `urn:problem-type:pipeline-orchestration:${code}` });
+  expect(reply.body).toMatchObject({
+    status,
+    code,
+    type: `urn:problem-type:pipeline-orchestration:${code}`,
+  });
   if (code === 'validation_failed') {
     const got = [...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort();
     expect(got).toEqual([...(fields ?? [])].sort());
@@ -41,7 +55,12 @@ function expectGrant(reply: Reply, attempt: number): number {
   expect(reply.status, reply.text).toBe(200);
   expect(reply.headers.get('content-type')).toBe('application/json; charset=utf-8');
   expectValid(stageLeaseResponseSchema, reply.body);
-  expect(reply.body).toEqual({ acquired: true, attempt, leaseExpiresAt: expect.any(String), reason: null });
+  expect(reply.body).toEqual({
+    acquired: true,
+    attempt,
+    leaseExpiresAt: expect.any(String),
+    reason: null,
+  });
   expect(reply.body.leaseExpiresAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   return Date.parse(reply.body.leaseExpiresAt as string);
 }
@@ -66,15 +85,32 @@ afterAll(async () => {
 });
 
 type Op = 'acquire' | 'renew';
-const lease = (op: Op, stageId: number | string, json: unknown, token: string | null = w1.sessionToken) =>
-  gw.call('POST', `/stages/${stageId}/lease/${op}`, { json, headers: token === null ? {} : { 'x-worker-session': token } });
-const as = (w: Session, op: Op, stageId: number, executionId: string) => lease(op, stageId, { executionId, workerId: w.workerId }, w.sessionToken);
+const lease = (
+  op: Op,
+  stageId: number | string,
+  json: unknown,
+  token: string | null = w1.sessionToken,
+) =>
+  gw.call('POST', `/stages/${stageId}/lease/${op}`, {
+    json,
+    headers: token === null ? {} : { 'x-worker-session': token },
+  });
+const as = (w: Session, op: Op, stageId: number, executionId: string) =>
+  lease(op, stageId, { executionId, workerId: w.workerId }, w.sessionToken);
 
 /** A pipeline of app A (or B) with its first stage dispatched: Pending with a current execution. */
 async function dispatched(applicationId = gw.appA.id, extraStages = 0) {
-  const stages = Array.from({ length: 1 + extraStages }, (_, i) => ({ stageName: `s${i}`, stageHandlerName: 'h' }));
+  const stages = Array.from({ length: 1 + extraStages }, (_, i) => ({
+    stageName: `s${i}`,
+    stageHandlerName: 'h',
+  }));
   const seeded = await gw.seedDispatched(applicationId, { name: 'lease', stages }, [0]);
-  return { pipelineId: seeded.pipelineId, stageId: seeded.stageIds[0]!, executionId: seeded.executions[0]!.executionId, otherStageIds: seeded.stageIds.slice(1) };
+  return {
+    pipelineId: seeded.pipelineId,
+    stageId: seeded.stageIds[0]!,
+    executionId: seeded.executions[0]!.executionId,
+    otherStageIds: seeded.stageIds.slice(1),
+  };
 }
 /** A dispatched stage leased by w1 (attempt 1). */
 async function leased() {
@@ -84,13 +120,20 @@ async function leased() {
 }
 const stageRow = (id: number) => gw.db.stage.findUniqueOrThrow({ where: { id: BigInt(id) } });
 const executionRow = (id: string) => gw.db.stageExecution.findUniqueOrThrow({ where: { id } });
-const setStage = (id: number, data: Parameters<typeof gw.db.stage.update>[0]['data']) => gw.db.stage.update({ where: { id: BigInt(id) }, data });
-const setExecution = (id: string, data: Parameters<typeof gw.db.stageExecution.update>[0]['data']) => gw.db.stageExecution.update({ where: { id }, data });
-const setPipeline = (id: number, data: Parameters<typeof gw.db.pipeline.update>[0]['data']) => gw.db.pipeline.update({ where: { id: BigInt(id) }, data });
+const setStage = (id: number, data: Parameters<typeof gw.db.stage.update>[0]['data']) =>
+  gw.db.stage.update({ where: { id: BigInt(id) }, data });
+const setExecution = (
+  id: string,
+  data: Parameters<typeof gw.db.stageExecution.update>[0]['data'],
+) => gw.db.stageExecution.update({ where: { id }, data });
+const setPipeline = (id: number, data: Parameters<typeof gw.db.pipeline.update>[0]['data']) =>
+  gw.db.pipeline.update({ where: { id: BigInt(id) }, data });
 /** Redispatch as the dispatcher would after a retry: a new current execution, stage Pending. */
 async function redispatch(stageId: number): Promise<string> {
   const executionId = randomUUID();
-  await gw.db.$transaction((tx) => startExecutions(tx, gw.appA.id, [{ stageId, executionId }], new Date()));
+  await gw.db.$transaction((tx) =>
+    startExecutions(tx, gw.appA.id, [{ stageId, executionId }], new Date()),
+  );
   return executionId;
 }
 
@@ -104,7 +147,11 @@ describe('lease acquire (addendum §12 Acquire table)', () => {
     expect(expires).toBeGreaterThanOrEqual(before + 60_000);
     expect(expires).toBeLessThanOrEqual(after + 60_000);
     const stage = await stageRow(d.stageId);
-    expect(stage).toMatchObject({ status: 'Running', attempt: 1, currentExecutionId: d.executionId });
+    expect(stage).toMatchObject({
+      status: 'Running',
+      attempt: 1,
+      currentExecutionId: d.executionId,
+    });
     expect(stage.startedAt!.getTime()).toBeGreaterThanOrEqual(before - 1);
     expect(stage.startedAt!.getTime()).toBeLessThanOrEqual(after + 1);
     const execution = await executionRow(d.executionId);
@@ -256,7 +303,7 @@ describe('lease renew (addendum §12 Renew table)', () => {
     expect(await stageRow(d.stageId)).toMatchObject({ status: 'Pending', attempt: 0 });
   });
 
-  it("row 4: renew after the execution ended by LEASE_EXPIRED gets lease_expired", async () => {
+  it('row 4: renew after the execution ended by LEASE_EXPIRED gets lease_expired', async () => {
     const d = await leased();
     await setExecution(d.executionId, { endedAt: new Date(), endReason: 'LEASE_EXPIRED' });
     await setStage(d.stageId, { status: 'RetryScheduled' });
@@ -320,16 +367,47 @@ describe('lease renew (addendum §12 Renew table)', () => {
 describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and body', (op) => {
   it('401 when workerId is not the worker of the session', async () => {
     const d = await leased();
-    expectProblem(await lease(op, d.stageId, { executionId: d.executionId, workerId: w2.workerId }, w1.sessionToken), 401, 'unauthorized');
+    expectProblem(
+      await lease(
+        op,
+        d.stageId,
+        { executionId: d.executionId, workerId: w2.workerId },
+        w1.sessionToken,
+      ),
+      401,
+      'unauthorized',
+    );
     // Also before the stage lookup.
-    expectProblem(await lease(op, 999_999_999, { executionId: d.executionId, workerId: w2.workerId }, w1.sessionToken), 401, 'unauthorized');
+    expectProblem(
+      await lease(
+        op,
+        999_999_999,
+        { executionId: d.executionId, workerId: w2.workerId },
+        w1.sessionToken,
+      ),
+      401,
+      'unauthorized',
+    );
     expect((await executionRow(d.executionId)).leaseOwner).toBe(w1.workerId);
   });
 
   it('401 for a missing or invalid session, before the path and the body', async () => {
     const d = await dispatched();
-    expectProblem(await lease(op, d.stageId, { executionId: d.executionId, workerId: w1.workerId }, null), 401, 'unauthorized');
-    expectProblem(await lease(op, d.stageId, { executionId: d.executionId, workerId: w1.workerId }, 'pws_bogus'), 401, 'unauthorized');
+    expectProblem(
+      await lease(op, d.stageId, { executionId: d.executionId, workerId: w1.workerId }, null),
+      401,
+      'unauthorized',
+    );
+    expectProblem(
+      await lease(
+        op,
+        d.stageId,
+        { executionId: d.executionId, workerId: w1.workerId },
+        'pws_bogus',
+      ),
+      401,
+      'unauthorized',
+    );
     expectProblem(await lease(op, 'abc', {}, null), 401, 'unauthorized');
     expect(await stageRow(d.stageId)).toMatchObject({ status: 'Pending', attempt: 0 });
   });
@@ -345,18 +423,49 @@ describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and b
 
   it('400 at stageId for an invalid stageId, before the body', async () => {
     for (const bad of ['abc', '0', '01', '-1', '1.5', '9007199254740992']) {
-      expectProblem(await lease(op, bad, { executionId: 'e', workerId: w1.workerId }), 400, 'validation_failed', ['stageId']);
+      expectProblem(
+        await lease(op, bad, { executionId: 'e', workerId: w1.workerId }),
+        400,
+        'validation_failed',
+        ['stageId'],
+      );
     }
     expectProblem(await lease(op, 'abc', {}), 400, 'validation_failed', ['stageId']);
   });
 
   it('400 for a malformed body', async () => {
     const d = await dispatched();
-    expectProblem(await lease(op, d.stageId, {}), 400, 'validation_failed', ['/executionId', '/workerId']);
-    expectProblem(await lease(op, d.stageId, { executionId: '', workerId: w1.workerId }), 400, 'validation_failed', ['/executionId']);
-    expectProblem(await lease(op, d.stageId, { executionId: d.executionId, workerId: '' }), 400, 'validation_failed', ['/workerId']);
-    expectProblem(await lease(op, d.stageId, { executionId: 7, workerId: w1.workerId }), 400, 'validation_failed', ['/executionId']);
-    expectProblem(await gw.call('POST', `/stages/${d.stageId}/lease/${op}`, { raw: '{', headers: { 'x-worker-session': w1.sessionToken } }), 400, 'validation_failed', ['']);
+    expectProblem(await lease(op, d.stageId, {}), 400, 'validation_failed', [
+      '/executionId',
+      '/workerId',
+    ]);
+    expectProblem(
+      await lease(op, d.stageId, { executionId: '', workerId: w1.workerId }),
+      400,
+      'validation_failed',
+      ['/executionId'],
+    );
+    expectProblem(
+      await lease(op, d.stageId, { executionId: d.executionId, workerId: '' }),
+      400,
+      'validation_failed',
+      ['/workerId'],
+    );
+    expectProblem(
+      await lease(op, d.stageId, { executionId: 7, workerId: w1.workerId }),
+      400,
+      'validation_failed',
+      ['/executionId'],
+    );
+    expectProblem(
+      await gw.call('POST', `/stages/${d.stageId}/lease/${op}`, {
+        raw: '{',
+        headers: { 'x-worker-session': w1.sessionToken },
+      }),
+      400,
+      'validation_failed',
+      [''],
+    );
     expect(await stageRow(d.stageId)).toMatchObject({ status: 'Pending', attempt: 0 });
   });
 });
@@ -364,10 +473,15 @@ describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and b
 describe('concurrent acquisition', () => {
   it('exactly one of many concurrent acquires of one execution is granted; the others get lease_held', async () => {
     const d = await dispatched();
-    const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => as(i % 2 === 0 ? w1 : w2, 'acquire', d.stageId, d.executionId)));
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        as(i % 2 === 0 ? w1 : w2, 'acquire', d.stageId, d.executionId),
+      ),
+    );
     const granted = replies.filter((r) => r.body?.acquired === true);
     expect(granted).toHaveLength(1);
-    for (const r of replies.filter((x) => x.body?.acquired !== true)) expectRefusal(r, 'lease_held');
+    for (const r of replies.filter((x) => x.body?.acquired !== true))
+      expectRefusal(r, 'lease_held');
     expect(await stageRow(d.stageId)).toMatchObject({ status: 'Running', attempt: 1 });
   });
 });
