@@ -57,12 +57,12 @@ describe.concurrent('pipelines run on HTTP workers', () => {
 
   it('retries a failing stage with exponential backoff, then it succeeds', async () => {
     const id = await create('flaky', [
-      { stageName: 'flaky', stageHandlerName: 'flaky', input: '{"failTimes":2,"code":"UPSTREAM_DOWN"}', options: { maxRetries: 3, retryInterval: 1, backoff: 'exponential' } },
+      { stageName: 'flaky', stageHandlerName: 'flaky', input: '{"failures":2}', options: { maxRetries: 3, retryInterval: 1, backoff: 'exponential' } },
     ]);
     const p = await finished(id);
     const stage = p.stages[0];
     expect(p.status).toBe('Completed');
-    expect(stage).toMatchObject({ status: 'Completed', attempt: 3, retryAttempt: 2, failureCount: 2, hasFailureHistory: true, lastErrorCode: 'UPSTREAM_DOWN' });
+    expect(stage).toMatchObject({ status: 'Completed', attempt: 3, retryAttempt: 2, failureCount: 2, hasFailureHistory: true, lastErrorCode: 'FLAKY' });
     // delays of 1 s then 2 s (exponential) separate the three attempts
     expect(ms(stage.finishedAt) - ms(stage.startedAt)).toBeGreaterThanOrEqual(3000);
   });

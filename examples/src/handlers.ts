@@ -9,9 +9,14 @@ export function echo(ctx: HandlerContext): string {
   return ctx.input;
 }
 
-/** `sleep`: input `{"ms": 5000}`; waits, and stops early when ctx.signal aborts. */
+/**
+ * `sleep`: input `{"ms": 5000}`; waits, and stops early when ctx.signal aborts. With
+ * `"attempts": n` it only waits on attempts 1..n and returns at once after that (handy to show a
+ * stage that hangs, loses its worker, and completes on the retry).
+ */
 export async function sleep(ctx: HandlerContext): Promise<{ slept: number }> {
-  const { ms = 1000 } = ctx.json<{ ms?: unknown }>({});
+  const { ms = 1000, attempts } = ctx.json<{ ms?: unknown; attempts?: unknown }>({});
+  if (typeof attempts === 'number' && ctx.stage.attempt > attempts) return { slept: 0 };
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
     throw new StageError('VALIDATION_ERROR', 'input.ms must be a number >= 0', {
       retryable: false,

@@ -1,4 +1,4 @@
-import type { PipelineStatus, StageOptions, StageStatus } from '@po/domain';
+import { derivePipelineStatus, isTerminalPipeline, type PipelineStatus, type StageOptions, type StageStatus } from '@po/domain';
 import type { DbOrTx } from '../db-types.js';
 
 /**
@@ -171,4 +171,19 @@ export async function stageForMessage(db: DbOrTx, stageId: number) {
       pipeline: { select: { traceId: true } },
     },
   });
+}
+
+/**
+ * Re-derives the pipeline status after a stage change, in the same transaction (addendum §8), so
+ * a reader never sees a stage change without its pipeline status. Caller holds the pipeline lock.
+ */
+export async function refreshPipelineStatus(tx: DbOrTx, pipelineId: number, now: Date): Promise<PipelineStatus> {
+  const pid = BigInt(pipelineId);
+  const pipeline = await tx.pipeline.findUniqueOrThrow({ where: { id: pid }, select: { status: true, dispatched: true } });
+  const stages = await tx.stage.findMany({ where: { pipelineId: pid }, select: { status: true } });
+  const status = derivePipelineStatus({ current: pipeline.status, dispatched: pipeline.dispatched, stageStatuses: stages.map((s) => s.status) });
+  if (status !== pipeline.status) {
+    await tx.pipeline.update({ where: { id: pid }, data: { status, ...(isTerminalPipeline(status) ? { finishedAt: now } : {}) } });
+  }
+  return status;
 }

@@ -15,6 +15,7 @@ import {
   lockExecutionState,
   recordStageFailure,
   recordStageOutcome,
+  refreshPipelineStatus,
   requestDispatch,
   setStageOutput,
   stageNamesOf,
@@ -87,6 +88,7 @@ export async function applyResult(deps: ConsumerDeps, message: StageResultMessag
       await recordStageOutcome(tx, stage.id, { status: transition === 'park' ? 'WaitingForApproval' : 'Completed', output, now });
     }
     await endExecution(tx, result.executionId, 'result', now);
+    await refreshPipelineStatus(tx, stage.pipelineId, now);
     await requestDispatch(tx, stage.pipelineId, now);
     return { pipelineId: stage.pipelineId };
   });
