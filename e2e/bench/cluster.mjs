@@ -1,5 +1,6 @@
 // Starts the services as processes over a fresh database for a benchmark run (builtins + pg only).
 import { execFileSync, spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,14 +34,16 @@ export async function startBenchCluster({ services = ['api-gateway', 'worker-gat
   await admin.end();
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
-  const env = { ...process.env, DATABASE_URL: url.toString(), REDIS_URL, QUEUE_PREFIX: `pobench:${name}`, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...extra };
+  const env = { ...process.env, DATABASE_URL: url.toString(), REDIS_URL, QUEUE_PREFIX: `pobench:${name}`, HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...extra };
   execFileSync(process.execPath, ['libs/db/scripts/migrate.mjs', 'deploy'], { cwd: ROOT, env, stdio: 'ignore' });
   const procs = [];
   const urls = {};
   for (const service of services) {
     const port = await freePort();
     urls[service] = `http://127.0.0.1:${port}`;
-    procs.push(spawn(process.execPath, [`services/${service}/dist/main.js`], { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] }));
+    // BENCH_LOG_DIR keeps each service's log lines (request durations) for profiling a run.
+    const out = process.env.BENCH_LOG_DIR ? openSync(`${process.env.BENCH_LOG_DIR}/${service}.log`, 'w') : 'ignore';
+    procs.push(spawn(process.execPath, [`services/${service}/dist/main.js`], { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: ['ignore', out, 'inherit'] }));
   }
   for (const u of Object.values(urls)) {
     for (;;) {
