@@ -171,6 +171,48 @@ export function createDemoApp({ name = 'demo', root = ROOT, env = process.env } 
   });
 }
 
+/** Starts the example SDK worker (examples/) for the demo application; its lines are prefixed. */
+export function startExampleWorker({ apiUrl, workerUrl, apiKey, root = ROOT, env = process.env, log = (l) => console.log(l) }) {
+  const child = spawn(process.execPath, [join(root, 'examples', 'dist', 'example-worker.js')], {
+    cwd: root,
+    env: { ...env, PO_BASE_URL: apiUrl, PO_WORKER_BASE_URL: workerUrl, PO_API_KEY: apiKey, PO_INSTANCE_ID: 'local-example-worker' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (l) => log(`[example-worker] ${l}`));
+  }
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Runs one demo pipeline through the example worker and reports how it ended. */
+export async function runDemoPipeline({ apiUrl, apiKey, timeoutMs = 30_000 }) {
+  const headers = { 'content-type': 'application/json', 'x-api-key': apiKey };
+  const stages = [
+    { stageName: 'fetch', stageHandlerName: 'echo', input: '{"order":42}' },
+    { stageName: 'process', stageHandlerName: 'sleep', input: '{"ms":300}' },
+    { stageName: 'notify', stageHandlerName: 'echo', input: 'done' },
+  ];
+  const started = Date.now();
+  const res = await fetch(`${apiUrl}/pipelines/idempotent`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ idempotencyKey: `demo-${started}`, name: 'demo', stages }),
+  });
+  const { pipeline } = await res.json();
+  while (Date.now() - started < timeoutMs) {
+    const p = await (await fetch(`${apiUrl}/pipelines/${pipeline.id}`, { headers })).json();
+    if (p.isTerminal) return { id: p.id, status: p.status, stageStatuses: p.stageStatuses, ms: Date.now() - started };
+    await sleep(100);
+  }
+  return { id: pipeline.id, status: 'still running', stageStatuses: [], ms: Date.now() - started };
+}
+
 function banner(urls, app) {
   const api = urls['api-gateway'] ?? 'http://127.0.0.1:8080';
   const stages = [{ stageName: 'build', stageHandlerName: 'echo' }];
@@ -212,10 +254,12 @@ async function main() {
   let stack = null;
   let firstSignal = 0;
   const stopAndExit = async (code) => {
+    await worker?.stop();
     await stack.stop();
     console.log('stack: stopped');
     process.exit(code);
   };
+  let worker = null;
   const onSignal = (sig) => {
     // npm forwards the terminal's SIGINT as well: only a second Ctrl-C a moment later kills at once.
     if (firstSignal && Date.now() - firstSignal > 1000) {
@@ -249,6 +293,16 @@ async function main() {
     });
   }
   if (!firstSignal) console.log(banner(stack.urls, app).join('\n'));
+  const apiUrl = stack.urls['api-gateway'];
+  const workerUrl = stack.urls['worker-gateway'];
+  if (app && apiUrl && workerUrl && !firstSignal) {
+    worker = startExampleWorker({ apiUrl, workerUrl, apiKey: app.apiKey });
+    const demo = await runDemoPipeline({ apiUrl, apiKey: app.apiKey });
+    console.log(
+      `stack: demo pipeline ${demo.id} ${demo.status} in ${demo.ms} ms (${demo.stageStatuses.join(', ')}) — ` +
+        `the example worker keeps serving echo, sleep, fail, flaky and approve for application ${app.applicationId}`,
+    );
+  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
