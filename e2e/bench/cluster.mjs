@@ -43,7 +43,8 @@ export async function startBenchCluster({ services = ['api-gateway', 'worker-gat
     urls[service] = `http://127.0.0.1:${port}`;
     // BENCH_LOG_DIR keeps each service's log lines (request durations) for profiling a run.
     const out = process.env.BENCH_LOG_DIR ? openSync(`${process.env.BENCH_LOG_DIR}/${service}.log`, 'w') : 'ignore';
-    procs.push(spawn(process.execPath, [`services/${service}/dist/main.js`], { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: ['ignore', out, 'inherit'] }));
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=${service}.cpuprofile`] : [];
+    procs.push(spawn(process.execPath, [...profile, `services/${service}/dist/main.js`], { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: ['ignore', out, 'inherit'] }));
   }
   for (const u of Object.values(urls)) {
     for (;;) {
@@ -61,18 +62,24 @@ export async function startBenchCluster({ services = ['api-gateway', 'worker-gat
     apiUrl: urls['api-gateway'],
     workerUrl: urls['worker-gateway'],
     apiKey: app.apiKey,
-    /** Polls until every pipeline is terminal; returns their final bodies. */
+    /**
+     * Waits until every pipeline is terminal, then reads each one once. The wait asks PostgreSQL
+     * directly (one count per 100 ms) so the benchmark does not load the API it measures.
+     */
     async waitAllTerminal(ids) {
-      const done = new Map();
-      while (done.size < ids.length) {
-        for (const id of ids) {
-          if (done.has(id)) continue;
-          const p = await (await fetch(`${urls['api-gateway']}/pipelines/${id}`, { headers: { 'x-api-key': app.apiKey } })).json();
-          if (p.isTerminal) done.set(id, p);
-        }
-        if (done.size < ids.length) await sleep(200);
+      const db = new pg.Client({ connectionString: env.DATABASE_URL });
+      await db.connect();
+      for (;;) {
+        const { rows } = await db.query(
+          "SELECT count(*)::int AS n FROM pipelines WHERE id = ANY($1::bigint[]) AND status IN ('Completed','Failed','Cancelled')",
+          [ids],
+        );
+        if (rows[0].n === ids.length) break;
+        await sleep(100);
       }
-      return ids.map((id) => done.get(id));
+      await db.end();
+      const headers = { 'x-api-key': app.apiKey };
+      return Promise.all(ids.map(async (id) => (await fetch(`${urls['api-gateway']}/pipelines/${id}`, { headers })).json()));
     },
     async stop() {
       for (const p of procs) p.kill('SIGTERM');

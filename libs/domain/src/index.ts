@@ -7,3 +7,4 @@ export * from './ids.js';
 export * from './redaction.js';
 export * from './approval.js';
 export * from './execution/index.js';
+export * from './schedules/index.js';

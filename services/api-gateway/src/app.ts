@@ -3,6 +3,7 @@ import { createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck }
 import type { ApiGatewayConfig } from './config.js';
 import type { Deps } from './deps.js';
 import { pipelineRoutes } from './http/pipelines/routes.js';
+import { scheduleRoutes } from './http/schedules/routes.js';
 import { stageRoutes } from './http/stages/routes.js';
 import { systemRoutes } from './http/system/routes.js';
 
@@ -14,6 +15,7 @@ export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyByte
       healthRouter(readiness),
       pipelineRoutes(deps, resolveKey, config.maxBodyBytes),
       stageRoutes(deps, resolveKey, config.maxBodyBytes),
+      scheduleRoutes(deps, resolveKey, config.maxBodyBytes),
       systemRoutes(deps, config.build, config.maxBodyBytes),
     ],
   });

@@ -1,7 +1,7 @@
 import { createHttpApp, healthRouter, type ReadinessCheck } from '@po/http';
 import type { Logger } from '@po/telemetry';
 
-/** Health endpoints only, until this service's own issue lands. */
+/** scheduler-service has no public API: only health endpoints. */
 export function buildApp(logger: Logger, readiness: Record<string, ReadinessCheck>) {
   return createHttpApp({ logger, routers: [healthRouter(readiness)] });
 }

@@ -1,15 +1,26 @@
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
-import { createRedis, pingRedis } from '@po/queues';
+import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
+import type { SchedulerDeps } from './scheduler/deps.js';
+import { startSchedulerLoop } from './scheduler/loop.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'scheduler-service', level: config.logLevel });
-const db = createDb(config.databaseUrl);
-const redis = createRedis(config.redisUrl, 'worker');
+const db = createDb(config.databaseUrl, { max: config.concurrency + 4 });
+const redis = createRedis(config.redisUrl, 'producer');
+
+const deps: SchedulerDeps = {
+  db,
+  events: createPipelineEventsProducer(redis, config.queuePrefix),
+  logger,
+  clock: () => new Date(),
+  misfireGraceSeconds: config.misfireGraceSeconds,
+};
+const scheduler = startSchedulerLoop(deps, { pollIntervalMs: config.pollIntervalMs, concurrency: config.concurrency });
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
 const server = await listen(app, config.host, config.port);
@@ -17,6 +28,8 @@ logger.info({ port: server.port }, 'scheduler-service listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
+  ['scheduler loop', () => scheduler.stop()],
+  ['event producer', () => deps.events.close()],
   ['redis', async () => void (await redis.quit())],
   ['postgres', () => db.$disconnect()],
 ]);

@@ -93,12 +93,12 @@ export async function startExecutions(
   await tx.stageExecution.createMany({
     data: executions.map((e) => ({ id: e.executionId, stageId: BigInt(e.stageId), applicationId, dispatchedAt: now })),
   });
-  for (const e of executions) {
-    await tx.stage.update({
-      where: { id: BigInt(e.stageId) },
-      data: { status: 'Pending', currentExecutionId: e.executionId, nextRetryAt: null },
-    });
-  }
+  const stageIds = executions.map((e) => BigInt(e.stageId));
+  const executionIds = executions.map((e) => e.executionId);
+  await tx.$executeRaw`
+    UPDATE stages SET status = 'Pending', current_execution_id = d.execution_id, next_retry_at = NULL
+    FROM unnest(${stageIds}::bigint[], ${executionIds}::uuid[]) AS d(stage_id, execution_id)
+    WHERE stages.id = d.stage_id`;
 }
 
 /**
@@ -177,13 +177,29 @@ export async function stageForMessage(db: DbOrTx, stageId: number) {
  * Re-derives the pipeline status after a stage change, in the same transaction (addendum §8), so
  * a reader never sees a stage change without its pipeline status. Caller holds the pipeline lock.
  */
-export async function refreshPipelineStatus(tx: DbOrTx, pipelineId: number, now: Date): Promise<PipelineStatus> {
+export async function refreshPipelineStatus(
+  tx: DbOrTx,
+  pipelineId: number,
+  now: Date,
+  options: { requestDispatch: boolean },
+): Promise<PipelineStatus> {
   const pid = BigInt(pipelineId);
-  const pipeline = await tx.pipeline.findUniqueOrThrow({ where: { id: pid }, select: { status: true, dispatched: true } });
-  const stages = await tx.stage.findMany({ where: { pipelineId: pid }, select: { status: true } });
-  const status = derivePipelineStatus({ current: pipeline.status, dispatched: pipeline.dispatched, stageStatuses: stages.map((s) => s.status) });
-  if (status !== pipeline.status) {
-    await tx.pipeline.update({ where: { id: pid }, data: { status, ...(isTerminalPipeline(status) ? { finishedAt: now } : {}) } });
+  const rows = await tx.$queryRaw<{ status: PipelineStatus; dispatched: boolean; stage_statuses: StageStatus[] }[]>`
+    SELECT p.status::text AS status, p.dispatched,
+           ARRAY(SELECT s.status::text FROM stages s WHERE s.pipeline_id = p.id) AS stage_statuses
+    FROM pipelines p WHERE p.id = ${pid}`;
+  const pipeline = rows[0];
+  if (!pipeline) throw new Error(`pipeline ${pipelineId} not found`);
+  const status = derivePipelineStatus({ current: pipeline.status, dispatched: pipeline.dispatched, stageStatuses: pipeline.stage_statuses });
+  const finishedAt = isTerminalPipeline(status) && status !== pipeline.status ? now : null;
+  const dispatchAt = options.requestDispatch ? now : null;
+  if (status !== pipeline.status || dispatchAt) {
+    await tx.$executeRaw`
+      UPDATE pipelines SET status = ${status}::"PipelineStatus",
+        finished_at = COALESCE(${finishedAt}, finished_at),
+        dispatch_requested_at = CASE WHEN ${dispatchAt}::timestamptz IS NULL THEN dispatch_requested_at
+                                     ELSE LEAST(COALESCE(dispatch_requested_at, ${dispatchAt}), ${dispatchAt}) END
+      WHERE id = ${pid}`;
   }
   return status;
 }

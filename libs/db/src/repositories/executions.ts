@@ -43,9 +43,21 @@ interface RawStage {
   pipeline_status: PipelineStatus;
 }
 
+interface RawExecution {
+  id: string;
+  attempt: number | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  timeout_at: Date | null;
+  ended_at: Date | null;
+  end_reason: ExecutionEnd | null;
+}
+
 /**
- * Reads, under row locks, what lease, fencing and expiry decisions need. Lock order: pipeline
- * (when `lockPipeline`), then stage, then execution. Null when the stage does not exist.
+ * Reads, under row locks, what lease, fencing and expiry decisions need. Lock
+ * order: pipeline (when `lockPipeline`), then stage. The execution row needs no lock of its own:
+ * every writer of executions (lease, renew, result, expiry, cancel) locks the stage first.
+ * Null when the stage does not exist.
  */
 export async function lockExecutionState(
   tx: DbOrTx,
@@ -57,41 +69,47 @@ export async function lockExecutionState(
   if (options.lockPipeline) {
     await tx.$queryRaw`SELECT p.id FROM pipelines p JOIN stages s ON s.pipeline_id = p.id WHERE s.id = ${sid} FOR UPDATE OF p`;
   }
-  const stages = await tx.$queryRaw<RawStage[]>`
+  const rows = await tx.$queryRaw<RawStage[]>`
     SELECT s.id, s.pipeline_id, s.application_id, s.status::text AS status, s.attempt, s.retry_attempt,
            s.failure_count, s.options, s.current_execution_id::text AS current_execution_id, s.started_at,
            p.status::text AS pipeline_status
     FROM stages s JOIN pipelines p ON p.id = s.pipeline_id
     WHERE s.id = ${sid} FOR UPDATE OF s`;
-  const s = stages[0];
-  if (!s) return null;
-  const execution = UUID.test(executionId)
-    ? await tx.stageExecution.findFirst({ where: { id: executionId, stageId: sid } })
-    : null;
-  if (execution) await tx.$queryRaw`SELECT id FROM stage_executions WHERE id = ${executionId}::uuid FOR UPDATE`;
+  // A separate statement, after the lock: under READ COMMITTED a row joined into the locking
+  // statement would come from the snapshot taken before waiting for the lock (stale).
+  const executions = UUID.test(executionId)
+    ? await tx.$queryRaw<RawExecution[]>`
+        SELECT id::text AS id, attempt, lease_owner, lease_expires_at, timeout_at, ended_at, end_reason
+        FROM stage_executions WHERE id = ${executionId}::uuid AND stage_id = ${sid}`
+    : [];
+  const r = rows[0];
+  const e = executions[0];
+  if (!r) return null;
   return {
-    pipelineStatus: s.pipeline_status,
+    pipelineStatus: r.pipeline_status,
     stage: {
-      id: Number(s.id),
-      pipelineId: Number(s.pipeline_id),
-      applicationId: s.application_id,
-      status: s.status,
-      attempt: s.attempt,
-      retryAttempt: s.retry_attempt,
-      failureCount: s.failure_count,
-      options: s.options,
-      currentExecutionId: s.current_execution_id,
-      startedAt: s.started_at,
+      id: Number(r.id),
+      pipelineId: Number(r.pipeline_id),
+      applicationId: r.application_id,
+      status: r.status,
+      attempt: r.attempt,
+      retryAttempt: r.retry_attempt,
+      failureCount: r.failure_count,
+      options: r.options,
+      currentExecutionId: r.current_execution_id,
+      startedAt: r.started_at,
     },
-    execution: execution && {
-      id: execution.id,
-      attempt: execution.attempt,
-      leaseOwner: execution.leaseOwner,
-      leaseExpiresAt: execution.leaseExpiresAt,
-      timeoutAt: execution.timeoutAt,
-      endedAt: execution.endedAt,
-      endReason: execution.endReason as ExecutionEnd | null,
-    },
+    execution: e
+      ? {
+          id: e.id,
+          attempt: e.attempt,
+          leaseOwner: e.lease_owner,
+          leaseExpiresAt: e.lease_expires_at,
+          timeoutAt: e.timeout_at,
+          endedAt: e.ended_at,
+          endReason: e.end_reason,
+        }
+      : null,
   };
 }
 
@@ -102,20 +120,16 @@ export async function grantLease(
   grant: { executionId: string; attempt: number; workerId: string; now: Date; leaseExpiresAt: Date },
 ): Promise<void> {
   const timeOut = state.stage.options.timeOut;
-  await tx.stage.update({
-    where: { id: BigInt(state.stage.id) },
-    data: { status: 'Running', attempt: grant.attempt, startedAt: state.stage.startedAt ?? grant.now },
-  });
-  await tx.stageExecution.update({
-    where: { id: grant.executionId },
-    data: {
-      attempt: grant.attempt,
-      leaseOwner: grant.workerId,
-      leasedAt: grant.now,
-      leaseExpiresAt: grant.leaseExpiresAt,
-      timeoutAt: timeOut ? new Date(grant.now.getTime() + timeOut * 1000) : null,
-    },
-  });
+  const timeoutAt = timeOut ? new Date(grant.now.getTime() + timeOut * 1000) : null;
+  await tx.$executeRaw`
+    WITH stage AS (
+      UPDATE stages SET status = 'Running', attempt = ${grant.attempt}, started_at = COALESCE(started_at, ${grant.now})
+      WHERE id = ${BigInt(state.stage.id)}
+    )
+    UPDATE stage_executions
+    SET attempt = ${grant.attempt}, lease_owner = ${grant.workerId}, leased_at = ${grant.now},
+        lease_expires_at = ${grant.leaseExpiresAt}, timeout_at = ${timeoutAt}
+    WHERE id = ${grant.executionId}::uuid`;
 }
 
 export async function extendLease(tx: DbOrTx, executionId: string, leaseExpiresAt: Date): Promise<void> {
@@ -126,11 +140,12 @@ export async function endExecution(tx: DbOrTx, executionId: string, reason: Exec
   await tx.stageExecution.update({ where: { id: executionId }, data: { endedAt: now, endReason: reason } });
 }
 
-/** Writes a failure's outcome (addendum §7, §10) onto the stage. */
-export async function recordStageFailure(tx: DbOrTx, stageId: number, outcome: FailureOutcome): Promise<void> {
+/** Writes a failure's outcome (addendum §7, §10) onto the stage; `output` when a result carried one. */
+export async function recordStageFailure(tx: DbOrTx, stageId: number, outcome: FailureOutcome, output?: string | null): Promise<void> {
   await tx.stage.update({
     where: { id: BigInt(stageId) },
     data: {
+      ...(output === undefined ? {} : { output }),
       status: outcome.status,
       retryAttempt: outcome.retryAttempt,
       failureCount: outcome.failureCount,

@@ -7,3 +7,4 @@ export * from './system-logs.js';
 export * from './dispatch.js';
 export * from './executions.js';
 export * from './workers.js';
+export * from './schedules.js';

@@ -113,7 +113,3 @@ export async function recordStageOutcome(
     data: { status: outcome.status, output: outcome.output, ...(outcome.status === 'Completed' ? { finishedAt: outcome.now } : {}) },
   });
 }
-
-export async function setStageOutput(tx: DbOrTx, stageId: number, output: string | null): Promise<void> {
-  await tx.stage.update({ where: { id: BigInt(stageId) }, data: { output } });
-}

@@ -103,12 +103,13 @@ export async function recordShutdown(tx: DbOrTx, worker: { workerId: string; app
 }
 
 /** Ownership and shape facts the result endpoint checks before publishing. */
-export async function stageForResult(db: DbOrTx, stageId: number) {
+export async function stageForResult(db: DbOrTx, stageId: number, options: { withStageNames: boolean }) {
   const stage = await db.stage.findUnique({
     where: { id: BigInt(stageId) },
     select: { applicationId: true, pipelineId: true },
   });
   if (!stage) return null;
+  if (!options.withStageNames) return { applicationId: stage.applicationId, pipelineId: Number(stage.pipelineId), stageNames: [] };
   const names = await db.stage.findMany({ where: { pipelineId: stage.pipelineId }, orderBy: { position: 'asc' }, select: { name: true } });
   return { applicationId: stage.applicationId, pipelineId: Number(stage.pipelineId), stageNames: names.map((n) => n.name) };
 }

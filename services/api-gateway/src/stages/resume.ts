@@ -6,7 +6,7 @@ import {
   redactSecrets,
   rejectionLogMessage,
 } from '@po/domain';
-import { lockPipeline, lockStage, pipelineOfStage, recordApprovalDecision, refreshPipelineStatus, requestDispatch, sensitiveValues } from '@po/db';
+import { lockPipeline, lockStage, pipelineOfStage, recordApprovalDecision, refreshPipelineStatus, sensitiveValues } from '@po/db';
 import { announce, type Deps } from '../deps.js';
 
 /** POST /stages/{id}/resume: records the approval decision of a WaitingForApproval stage. */
@@ -37,8 +37,7 @@ export async function resumeStage(
           : redactSecrets(rejectionLogMessage(rejectionReason), await sensitiveValues(tx, stage.pipelineId));
         const now = deps.clock();
         await recordApprovalDecision(tx, stage, { approved: input.approved, rejectionReason, now, rejectionLog });
-        await refreshPipelineStatus(tx, stage.pipelineId, now);
-        await requestDispatch(tx, stage.pipelineId, now);
+        await refreshPipelineStatus(tx, stage.pipelineId, now, { requestDispatch: true });
         return stage;
       }
     }

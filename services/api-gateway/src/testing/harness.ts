@@ -27,7 +27,7 @@ export interface CallOptions {
  * An api-gateway on an ephemeral port, over its own database and queue prefix, with two
  * applications (A and B) and every log line captured for secret searches.
  */
-export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events'>> & { maxBodyBytes?: number } = {}) {
+export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events' | 'clock'>> & { maxBodyBytes?: number } = {}) {
   const database = await createTestDatabase();
   const prefix = testQueuePrefix('gw');
   const redis = createRedis(TEST_REDIS_URL, 'producer');
@@ -41,7 +41,7 @@ export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutS
   });
   const logger = createLogger({ service: 'api-gateway', level: 'debug', destination });
   const db: Db = database.db;
-  const deps: Deps = { db, events, logger, clock: () => new Date(), cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10 };
+  const deps: Deps = { db, events, logger, clock: overrides.clock ?? (() => new Date()), cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10 };
   const app = buildApp(
     deps,
     { maxBodyBytes: overrides.maxBodyBytes ?? 33_554_432, build: { version: '0.5.0', commit: null, builtAt: null } },

@@ -1,5 +1,5 @@
 import { applyFailure, expiryLogMessage, expiryOf } from '@po/domain';
-import { endExecution, insertStageLogs, lockExecutionState, recordStageFailure, refreshPipelineStatus, requestDispatch } from '@po/db';
+import { endExecution, insertStageLogs, lockExecutionState, recordStageFailure, refreshPipelineStatus } from '@po/db';
 import type { DispatcherDeps } from './deps.js';
 
 /**
@@ -31,8 +31,7 @@ export async function expireExecution(
     await insertStageLogs(tx, state.stage, [
       { message: expiryLogMessage(execution.id, execution.attempt, code), logLevel: 'Warning', created: now },
     ]);
-    await refreshPipelineStatus(tx, state.stage.pipelineId, now);
-    await requestDispatch(tx, state.stage.pipelineId, now);
+    await refreshPipelineStatus(tx, state.stage.pipelineId, now, { requestDispatch: true });
     deps.logger.warn(
       { pipelineId: state.stage.pipelineId, stageId: state.stage.id, executionId: execution.id, code, outcome: outcome.status },
       'execution expired',

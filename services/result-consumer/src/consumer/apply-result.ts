@@ -16,8 +16,6 @@ import {
   recordStageFailure,
   recordStageOutcome,
   refreshPipelineStatus,
-  requestDispatch,
-  setStageOutput,
   stageNamesOf,
   writeContextChanges,
   type Db,
@@ -56,12 +54,15 @@ export async function applyResult(deps: ConsumerDeps, message: StageResultMessag
     }
     const now = deps.clock();
     const { stage } = state;
-    const contextBefore = await liveContext(tx, stage.pipelineId);
-    const merged = mergeContext(contextBefore, result.contextItems ?? []);
-    await writeContextChanges(tx, stage.pipelineId, contextBefore, merged.items);
+    const updates = result.contextItems ?? [];
+    const resultLogs = (result.logs ?? []).slice(0, MAX_LOGS_PER_RESULT);
+    // The context is read only when this result changes it or has log lines to redact.
+    const contextBefore = updates.length > 0 || resultLogs.length > 0 ? await liveContext(tx, stage.pipelineId) : [];
+    const merged = mergeContext(contextBefore, updates);
+    if (updates.length > 0) await writeContextChanges(tx, stage.pipelineId, contextBefore, merged.items);
     // Redact with every value that is sensitive before or after this result's context changes.
     const secrets = [...contextBefore, ...merged.items].filter((c) => c.isSensitive).map((c) => c.value);
-    const logs = (result.logs ?? []).slice(0, MAX_LOGS_PER_RESULT).map((l) => ({
+    const logs = resultLogs.map((l) => ({
       message: redactSecrets(l.message, secrets),
       logLevel: l.logLevel ?? 'Information',
       created: l.created ? new Date(l.created) : now,
@@ -82,14 +83,12 @@ export async function applyResult(deps: ConsumerDeps, message: StageResultMessag
         now,
         deps.random,
       );
-      await recordStageFailure(tx, stage.id, outcome);
-      await setStageOutput(tx, stage.id, output);
+      await recordStageFailure(tx, stage.id, outcome, output);
     } else {
       await recordStageOutcome(tx, stage.id, { status: transition === 'park' ? 'WaitingForApproval' : 'Completed', output, now });
     }
     await endExecution(tx, result.executionId, 'result', now);
-    await refreshPipelineStatus(tx, stage.pipelineId, now);
-    await requestDispatch(tx, stage.pipelineId, now);
+    await refreshPipelineStatus(tx, stage.pipelineId, now, { requestDispatch: true });
     return { pipelineId: stage.pipelineId };
   });
   if (!applied) return false;

@@ -19,7 +19,7 @@ export async function submitResult(
     throw new Unauthorized('The worker session belongs to another application than the API key.');
   }
   if (body.stageId !== stageId) throw ValidationFailed.at('/stageId', 'must equal the stageId of the route');
-  const stage = await stageForResult(deps.db, stageId);
+  const stage = await stageForResult(deps.db, stageId, { withStageNames: (body.appendedStages?.length ?? 0) > 0 });
   if (!stage) throw new NotFound(`Stage ${stageId} not found.`);
   if (stage.applicationId !== auth.applicationId) throw new Forbidden(`Stage ${stageId} belongs to another application.`);
   if (body.pipelineId !== undefined && body.pipelineId !== null && body.pipelineId !== stage.pipelineId) {

@@ -1,0 +1,23 @@
+/** Jitter (addendum §14.4): a deterministic offset per schedule and tick. */
+import { createHash } from 'node:crypto';
+
+/** Largest accepted jitterSeconds (api-spec Limits). */
+export const JITTER_SECONDS_MAX = 3600;
+
+/**
+ * `u64be(first 8 bytes of SHA-256("{scheduleId}:{tick as ISO UTC ms}")) mod (jitterSeconds·1000 + 1)`,
+ * in milliseconds, so 0..jitterSeconds·1000. The tick fires at `tick + offset`.
+ */
+export function jitterOffsetMs(scheduleId: number, tick: Date, jitterSeconds: number): number {
+  const span = BigInt(Math.max(0, Math.floor(jitterSeconds))) * 1000n + 1n;
+  if (span === 1n) return 0;
+  const digest = createHash('sha256')
+    .update(`${scheduleId}:${tick.toISOString()}`, 'utf8')
+    .digest();
+  return Number(digest.readBigUInt64BE(0) % span);
+}
+
+/** The fire time of `tick`: the tick plus its jitter offset. */
+export function jitteredFireAt(scheduleId: number, tick: Date, jitterSeconds: number): Date {
+  return new Date(tick.getTime() + jitterOffsetMs(scheduleId, tick, jitterSeconds));
+}
