@@ -192,6 +192,9 @@ const aroundTransition = fc
     ),
   );
 
+/** Any reference instant: anywhere, near a transition, or just before one. */
+const reference = fc.oneof(zoneAndInstant, aroundTransition);
+
 const cronOf = (e: string): CronExpression => {
   const parsed = parseCron(e);
   if (!parsed.ok || parsed.cron === null)
@@ -207,31 +210,27 @@ describe('cron planning properties (fast-check)', () => {
     { timeout: 60_000 },
     () => {
       fc.assert(
-        fc.property(
-          fc.oneof(expression, denseExpression),
-          fc.oneof(zoneAndInstant, aroundTransition),
-          (e, [zone, ref]) => {
-            const plan: PlanInput = { kind: 'Cron', cronExpression: e, timeZone: zone };
-            const seen: number[] = [];
-            let t: Date | null = new Date(ref);
-            for (let i = 0; i < 25; i++) {
-              const next: Date | null = nextTick(plan, EPOCH, t);
-              if (next === null) break;
-              expect(next.getTime()).toBeGreaterThan(t.getTime());
-              seen.push(next.getTime());
-              t = next;
-            }
-            expect(new Set(seen).size).toBe(seen.length);
-            if (seen.length === 0) return;
-            const last = seen[seen.length - 1] as number;
-            const all = ticksBetween(plan, EPOCH, new Date(ref), new Date(last), 1000);
-            expect(all.total).toBe(seen.length);
-            expect(all.ticks.map((d) => d.getTime())).toEqual(seen);
-            const latest = ticksBetween(plan, EPOCH, new Date(ref), new Date(last), 3);
-            expect(latest.ticks.map((d) => d.getTime())).toEqual(seen.slice(-3));
-            expect(latest.total).toBe(seen.length);
-          },
-        ),
+        fc.property(expression, reference, (e, [zone, ref]) => {
+          const plan: PlanInput = { kind: 'Cron', cronExpression: e, timeZone: zone };
+          const seen: number[] = [];
+          let t: Date | null = new Date(ref);
+          for (let i = 0; i < 25; i++) {
+            const next: Date | null = nextTick(plan, EPOCH, t);
+            if (next === null) break;
+            expect(next.getTime()).toBeGreaterThan(t.getTime());
+            seen.push(next.getTime());
+            t = next;
+          }
+          expect(new Set(seen).size).toBe(seen.length);
+          if (seen.length === 0) return;
+          const last = seen[seen.length - 1] as number;
+          const all = ticksBetween(plan, EPOCH, new Date(ref), new Date(last), 1000);
+          expect(all.total).toBe(seen.length);
+          expect(all.ticks.map((d) => d.getTime())).toEqual(seen);
+          const latest = ticksBetween(plan, EPOCH, new Date(ref), new Date(last), 3);
+          expect(latest.ticks.map((d) => d.getTime())).toEqual(seen.slice(-3));
+          expect(latest.total).toBe(seen.length);
+        }),
         { numRuns: 150 },
       );
     },
@@ -242,25 +241,21 @@ describe('cron planning properties (fast-check)', () => {
     { timeout: 60_000 },
     () => {
       fc.assert(
-        fc.property(
-          fc.oneof(expression, denseExpression),
-          fc.oneof(zoneAndInstant, aroundTransition),
-          (e, [zone, ref]) => {
-            const c = cronOf(e);
-            const plan: PlanInput = { kind: 'Cron', cronExpression: e, timeZone: zone };
-            let t: Date | null = new Date(ref);
-            for (let i = 0; i < 15 && t !== null; i++) {
-              t = nextTick(plan, EPOCH, t);
-              if (t === null) break;
-              const at = t.getTime();
-              if (matches(c, wall(zone, at))) continue;
-              // Shifted: the offset rose within the last 6 hours and, read with the offset before, the wall time matches.
-              const before = offset(zone, at - 6 * 3_600_000);
-              expect(before).toBeLessThan(offset(zone, at));
-              expect(matches(c, wall('UTC', at + before))).toBe(true);
-            }
-          },
-        ),
+        fc.property(expression, reference, (e, [zone, ref]) => {
+          const c = cronOf(e);
+          const plan: PlanInput = { kind: 'Cron', cronExpression: e, timeZone: zone };
+          let t: Date | null = new Date(ref);
+          for (let i = 0; i < 15 && t !== null; i++) {
+            t = nextTick(plan, EPOCH, t);
+            if (t === null) break;
+            const at = t.getTime();
+            if (matches(c, wall(zone, at))) continue;
+            // Shifted: the offset rose within the last 6 hours and, read with the offset before, the wall time matches.
+            const before = offset(zone, at - 6 * 3_600_000);
+            expect(before).toBeLessThan(offset(zone, at));
+            expect(matches(c, wall('UTC', at + before))).toBe(true);
+          }
+        }),
         { numRuns: 150 },
       );
     },
