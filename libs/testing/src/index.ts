@@ -82,3 +82,4 @@ export async function cleanupRedisPrefix(prefix: string): Promise<void> {
     redis.disconnect();
   }
 }
+export { expectEmpty, expectProblem, expectValid, type HttpReply } from './http-assertions.js';

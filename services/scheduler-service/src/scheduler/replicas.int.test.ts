@@ -2,7 +2,7 @@
 // (schedule row locks with SKIP LOCKED + the unique (schedule_id, tick) of runs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { T0, startScheduler, type SchedulerHarness } from '../testing/harness.js';
-import { runDuePass } from './pass.js';
+import { runDuePass, type PassSummary } from './pass.js';
 
 let h: SchedulerHarness;
 beforeAll(async () => {
@@ -26,7 +26,7 @@ describe('two replicas', () => {
     }
     const replicas = [h.replica(), h.replica()];
     const end = T0.getTime() + SIMULATED_S * 1000;
-    const summaries = [];
+    const summaries: PassSummary[] = [];
     // Steps of 250 ms, with a few jumps so both replicas meet a large due set at once.
     for (let t = T0.getTime() + 250; t <= end; t += t % 30_000 === 0 ? 5000 : 250) {
       h.clock.now = new Date(t);

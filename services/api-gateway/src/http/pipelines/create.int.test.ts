@@ -3,11 +3,11 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem } from '@po/testing';
 import {
   compile,
   idempotentPipelineCreateResponseSchema,
   pipelineResponseSchema,
-  problemDetailsSchema,
   type FieldError,
   type JsonSchema,
 } from '@po/contracts';
@@ -25,7 +25,6 @@ afterAll(async () => {
   await gw?.close();
 });
 
-const problemShape = compile(problemDetailsSchema, { normalise: false });
 function shapeErrors(schema: JsonSchema, body: unknown): FieldError[] {
   const checked = compile(schema, { normalise: false })(body);
   return checked.ok ? [] : checked.errors;
@@ -36,23 +35,6 @@ function expectJson(reply: Reply, status: number, schema: JsonSchema) {
   expect(shapeErrors(schema, reply.body)).toEqual([]);
   expect(reply.text).not.toContain('apiKey');
   return reply.body;
-}
-function expectProblem(reply: Reply, status: number, code: string, fields?: string[]): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const checked = problemShape(reply.body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({
-    status,
-    code,
-    type: `urn:problem-type:pipeline-orchestration:${code}`,
-  });
-  if (code === 'validation_failed') {
-    const got = [...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort();
-    expect(got).toEqual([...(fields ?? [])].sort());
-  } else {
-    expect(reply.body.errors).toBeUndefined();
-  }
 }
 
 async function eventsFor(pipelineId: number) {

@@ -31,14 +31,26 @@ function expectProblem(reply: Reply, status: number, code: string, fields?: stri
   const checked = problemShape(reply.body);
   expect(checked.ok ? [] : checked.errors).toEqual([]);
   expect(reply.body).toMatchObject({ status, code });
-  if (fields) expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual([...fields].sort());
+  if (fields)
+    expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual(
+      [...fields].sort(),
+    );
 }
 
-const definition = { name: 'nightly report', stages: [{ stageName: 'collect', stageHandlerName: 'collector', input: '{"a":1}' }] };
-const interval = (extra: Record<string, unknown> = {}) => ({ kind: 'Interval', intervalSeconds: 60, definition, ...extra });
+const definition = {
+  name: 'nightly report',
+  stages: [{ stageName: 'collect', stageHandlerName: 'collector', input: '{"a":1}' }],
+};
+const interval = (extra: Record<string, unknown> = {}) => ({
+  kind: 'Interval',
+  intervalSeconds: 60,
+  definition,
+  ...extra,
+});
 let seq = 0;
 const fresh = (prefix = 'sched') => `${prefix}-${++seq}`;
-const put = (name: string, body: unknown, key?: string) => gw.call('PUT', `/schedules/${encodeURIComponent(name)}`, { json: body, ...(key ? { key } : {}) });
+const put = (name: string, body: unknown, key?: string) =>
+  gw.call('PUT', `/schedules/${encodeURIComponent(name)}`, { json: body, ...(key ? { key } : {}) });
 
 describe('PUT /schedules/{name}: a new name', () => {
   it('creates an Active schedule, version 1, with the defaults, planned from now (201)', async () => {
@@ -65,22 +77,49 @@ describe('PUT /schedules/{name}: a new name', () => {
       lastRunAt: null,
       lastRunStatus: null,
       lastPipelineId: null,
-      health: { windowSize: 20, total: 0, completed: 0, failed: 0, cancelled: 0, running: 0, skipped: 0, lastFailureAt: null, state: 'idle' },
+      health: {
+        windowSize: 20,
+        total: 0,
+        completed: 0,
+        failed: 0,
+        cancelled: 0,
+        running: 0,
+        skipped: 0,
+        lastFailureAt: null,
+        state: 'idle',
+      },
     });
   });
 
   it('stores the definition as validated, without apiKey and unknown members', async () => {
-    const body = expectSchedule(await put(fresh(), interval({ definition: { ...definition, apiKey: 'pos_secret', extra: 1, traceId: null } })), 201);
+    const body = expectSchedule(
+      await put(
+        fresh(),
+        interval({ definition: { ...definition, apiKey: 'pos_secret', extra: 1, traceId: null } }),
+      ),
+      201,
+    );
     expect(body.definition).toEqual(definition);
     expect(JSON.stringify(body)).not.toContain('pos_secret');
   });
 
   it('plans a Cron schedule in its time zone and a Once schedule at runAt', async () => {
     now = T0; // 2030-03-04 10:00Z = 11:00 in Berlin
-    const cron = expectSchedule(await put(fresh(), { kind: 'Cron', cronExpression: '30 12 * * *', timeZone: 'Europe/Berlin', definition }), 201);
+    const cron = expectSchedule(
+      await put(fresh(), {
+        kind: 'Cron',
+        cronExpression: '30 12 * * *',
+        timeZone: 'Europe/Berlin',
+        definition,
+      }),
+      201,
+    );
     expect(cron.nextRunAt).toBe('2030-03-04T11:30:00.000Z');
     expect(cron.intervalSeconds).toBeNull();
-    const once = expectSchedule(await put(fresh(), { kind: 'Once', runAt: '2030-03-04T12:00:00+01:00', definition }), 201);
+    const once = expectSchedule(
+      await put(fresh(), { kind: 'Once', runAt: '2030-03-04T12:00:00+01:00', definition }),
+      201,
+    );
     expect(once.runAt).toBe('2030-03-04T11:00:00.000Z');
     expect(once.nextRunAt).toBe('2030-03-04T11:00:00.000Z');
     expect(once.cronExpression).toBeNull();
@@ -90,15 +129,29 @@ describe('PUT /schedules/{name}: a new name', () => {
     now = T0;
     const body = expectSchedule(await put(fresh(), interval({ jitterSeconds: 3600 })), 201);
     const tick = at(60_000);
-    expect(body.nextRunAt).toBe(new Date(tick.getTime() + jitterOffsetMs(body.id, tick, 3600)).toISOString());
+    expect(body.nextRunAt).toBe(
+      new Date(tick.getTime() + jitterOffsetMs(body.id, tick, 3600)).toISOString(),
+    );
   });
 
   it('accepts every form of the cron dialect', async () => {
     for (const cronExpression of [
-      '@hourly', '@DAILY', '@midnight', '@every 90s', '@every 1h30m', '*/15 * * * *', '0 9-17/2 * * MON-FRI',
-      '5,10 0 1 jan,JUL *', '0 0 * * 7', '10/20 * * * *', '0 12 1-31/10 * sun',
+      '@hourly',
+      '@DAILY',
+      '@midnight',
+      '@every 90s',
+      '@every 1h30m',
+      '*/15 * * * *',
+      '0 9-17/2 * * MON-FRI',
+      '5,10 0 1 jan,JUL *',
+      '0 0 * * 7',
+      '10/20 * * * *',
+      '0 12 1-31/10 * sun',
     ]) {
-      expect((await put(fresh(), { kind: 'Cron', cronExpression, definition })).status, cronExpression).toBe(201);
+      expect(
+        (await put(fresh(), { kind: 'Cron', cronExpression, definition })).status,
+        cronExpression,
+      ).toBe(201);
     }
   });
 });
@@ -110,7 +163,17 @@ describe('PUT /schedules/{name}: validation (400 with the field of each violatio
     ['kind misspelled', { kind: 'interval', intervalSeconds: 60, definition }, ['/kind']],
     ['definition missing', { kind: 'Interval', intervalSeconds: 60 }, ['/definition']],
     ['Cron without cronExpression', { kind: 'Cron', definition }, ['/cronExpression']],
-    ['Cron with intervalSeconds and runAt', { kind: 'Cron', cronExpression: '@hourly', intervalSeconds: 60, runAt: '2031-01-01T00:00:00Z', definition }, ['/intervalSeconds', '/runAt']],
+    [
+      'Cron with intervalSeconds and runAt',
+      {
+        kind: 'Cron',
+        cronExpression: '@hourly',
+        intervalSeconds: 60,
+        runAt: '2031-01-01T00:00:00Z',
+        definition,
+      },
+      ['/intervalSeconds', '/runAt'],
+    ],
     ['Interval without intervalSeconds', { kind: 'Interval', definition }, ['/intervalSeconds']],
     ['Interval below 10 s', interval({ intervalSeconds: 9 }), ['/intervalSeconds']],
     ['Interval above one year', interval({ intervalSeconds: 31_536_001 }), ['/intervalSeconds']],
@@ -120,8 +183,16 @@ describe('PUT /schedules/{name}: validation (400 with the field of each violatio
     ['Once without runAt', { kind: 'Once', definition }, ['/runAt']],
     ['Once in the past', { kind: 'Once', runAt: '2030-03-04T09:59:59Z', definition }, ['/runAt']],
     ['Once at now', { kind: 'Once', runAt: '2030-03-04T10:00:00Z', definition }, ['/runAt']],
-    ['runAt without offset', { kind: 'Once', runAt: '2031-01-01T00:00:00', definition }, ['/runAt']],
-    ['Once with intervalSeconds', { kind: 'Once', runAt: '2031-01-01T00:00:00Z', intervalSeconds: 60, definition }, ['/intervalSeconds']],
+    [
+      'runAt without offset',
+      { kind: 'Once', runAt: '2031-01-01T00:00:00', definition },
+      ['/runAt'],
+    ],
+    [
+      'Once with intervalSeconds',
+      { kind: 'Once', runAt: '2031-01-01T00:00:00Z', intervalSeconds: 60, definition },
+      ['/intervalSeconds'],
+    ],
     ['unknown time zone', interval({ timeZone: 'Mars/Olympus_Mons' }), ['/timeZone']],
     ['offset is not a zone id', interval({ timeZone: '+01:00' }), ['/timeZone']],
     ['timeZone not a string', interval({ timeZone: 1 }), ['/timeZone']],
@@ -131,14 +202,75 @@ describe('PUT /schedules/{name}: validation (400 with the field of each violatio
     ['catchupMax 1001', interval({ catchupMax: 1001 }), ['/catchupMax']],
     ['jitterSeconds -1', interval({ jitterSeconds: -1 }), ['/jitterSeconds']],
     ['jitterSeconds 3601', interval({ jitterSeconds: 3601 }), ['/jitterSeconds']],
-    ['definition name empty', interval({ definition: { ...definition, name: '' } }), ['/definition/name']],
-    ['definition without stages', interval({ definition: { name: 'x', stages: [] } }), ['/definition/stages']],
-    ['101 stages', interval({ definition: { name: 'x', stages: Array.from({ length: 101 }, (_, i) => ({ stageName: `s${i}`, stageHandlerName: 'h' })) } }), ['/definition/stages']],
-    ['stage without handler', interval({ definition: { name: 'x', stages: [{ stageName: 'a' }] } }), ['/definition/stages/0/stageHandlerName']],
-    ['stage input over 262144 bytes', interval({ definition: { name: 'x', stages: [{ stageName: 'a', stageHandlerName: 'h', input: 'é'.repeat(131_073) }] } }), ['/definition/stages/0/input']],
-    ['traceId over 36', interval({ definition: { ...definition, traceId: 'x'.repeat(37) } }), ['/definition/traceId']],
-    ['dependsOn names no earlier stage (creation rule of planPipeline)', interval({ definition: { name: 'x', stages: [{ stageName: 'a', stageHandlerName: 'h', options: { dependsOn: ['b'] } }, { stageName: 'b', stageHandlerName: 'h' }] } }), ['/definition/stages/0/options/dependsOn/0']],
-    ['all violations together', { kind: 'Cron', cronExpression: '* * * * * *', catchupMax: 0, definition: { name: '', stages: [{ stageName: 'a', stageHandlerName: 'h', options: { dependsOn: ['zz'] } }] } }, ['/cronExpression', '/catchupMax', '/definition/name']],
+    [
+      'definition name empty',
+      interval({ definition: { ...definition, name: '' } }),
+      ['/definition/name'],
+    ],
+    [
+      'definition without stages',
+      interval({ definition: { name: 'x', stages: [] } }),
+      ['/definition/stages'],
+    ],
+    [
+      '101 stages',
+      interval({
+        definition: {
+          name: 'x',
+          stages: Array.from({ length: 101 }, (_, i) => ({
+            stageName: `s${i}`,
+            stageHandlerName: 'h',
+          })),
+        },
+      }),
+      ['/definition/stages'],
+    ],
+    [
+      'stage without handler',
+      interval({ definition: { name: 'x', stages: [{ stageName: 'a' }] } }),
+      ['/definition/stages/0/stageHandlerName'],
+    ],
+    [
+      'stage input over 262144 bytes',
+      interval({
+        definition: {
+          name: 'x',
+          stages: [{ stageName: 'a', stageHandlerName: 'h', input: 'é'.repeat(131_073) }],
+        },
+      }),
+      ['/definition/stages/0/input'],
+    ],
+    [
+      'traceId over 36',
+      interval({ definition: { ...definition, traceId: 'x'.repeat(37) } }),
+      ['/definition/traceId'],
+    ],
+    [
+      'dependsOn names no earlier stage (creation rule of planPipeline)',
+      interval({
+        definition: {
+          name: 'x',
+          stages: [
+            { stageName: 'a', stageHandlerName: 'h', options: { dependsOn: ['b'] } },
+            { stageName: 'b', stageHandlerName: 'h' },
+          ],
+        },
+      }),
+      ['/definition/stages/0/options/dependsOn/0'],
+    ],
+    [
+      'all violations together',
+      {
+        kind: 'Cron',
+        cronExpression: '* * * * * *',
+        catchupMax: 0,
+        definition: {
+          name: '',
+          stages: [{ stageName: 'a', stageHandlerName: 'h', options: { dependsOn: ['zz'] } }],
+        },
+      },
+      ['/cronExpression', '/catchupMax', '/definition/name'],
+    ],
   ];
   it.each(cases)('%s', async (_label, body, fields) => {
     now = T0;
@@ -146,28 +278,82 @@ describe('PUT /schedules/{name}: validation (400 with the field of each violatio
   });
 
   it('reports the cross-stage rules together with the plan rules', async () => {
-    const body = { kind: 'Cron', cronExpression: '61 * * * *', definition: { name: 'x', stages: [{ stageName: 'a', stageHandlerName: 'h', options: { dependsOn: ['zz'] } }] } };
-    expectProblem(await put(fresh(), body), 400, 'validation_failed', ['/cronExpression', '/definition/stages/0/options/dependsOn/0']);
+    const body = {
+      kind: 'Cron',
+      cronExpression: '61 * * * *',
+      definition: {
+        name: 'x',
+        stages: [{ stageName: 'a', stageHandlerName: 'h', options: { dependsOn: ['zz'] } }],
+      },
+    };
+    expectProblem(await put(fresh(), body), 400, 'validation_failed', [
+      '/cronExpression',
+      '/definition/stages/0/options/dependsOn/0',
+    ]);
   });
 
   it.each([
-    '* * * * * *', '0 0 * * * * *', '0 0 ? * *', '0 0 L * *', '0 0 1W * *', '0 0 * * 1#2', '@yearly', '@weekly', '@reboot', '@annually',
-    '60 * * * *', '* 24 * * *', '* * 0 * *', '* * 32 * *', '* * * 13 *', '* * * * 8', '*/0 * * * *', '5-1 * * * *',
-    `${'0,'.repeat(100)}0 * * * *`, '0 0 30 2 *', '@every 9s', '@every 8785h', '@every 5x', 'not cron',
+    '* * * * * *',
+    '0 0 * * * * *',
+    '0 0 ? * *',
+    '0 0 L * *',
+    '0 0 1W * *',
+    '0 0 * * 1#2',
+    '@yearly',
+    '@weekly',
+    '@reboot',
+    '@annually',
+    '60 * * * *',
+    '* 24 * * *',
+    '* * 0 * *',
+    '* * 32 * *',
+    '* * * 13 *',
+    '* * * * 8',
+    '*/0 * * * *',
+    '5-1 * * * *',
+    `${'0,'.repeat(100)}0 * * * *`,
+    '0 0 30 2 *',
+    '@every 9s',
+    '@every 8785h',
+    '@every 5x',
+    'not cron',
   ])('rejects the cron expression %j at /cronExpression', async (cronExpression) => {
-    expectProblem(await put(fresh(), { kind: 'Cron', cronExpression, definition }), 400, 'validation_failed', ['/cronExpression']);
+    expectProblem(
+      await put(fresh(), { kind: 'Cron', cronExpression, definition }),
+      400,
+      'validation_failed',
+      ['/cronExpression'],
+    );
   });
 
   it('rejects malformed JSON at "" and a bad name at `name`', async () => {
-    expectProblem(await gw.call('PUT', '/schedules/x', { raw: '{"kind":' }), 400, 'validation_failed', ['']);
+    expectProblem(
+      await gw.call('PUT', '/schedules/x', { raw: '{"kind":' }),
+      400,
+      'validation_failed',
+      [''],
+    );
     expectProblem(await put('n'.repeat(201), interval()), 400, 'validation_failed', ['name']);
-    expectProblem(await gw.call('PUT', '/schedules/a%01b', { json: interval() }), 400, 'validation_failed', ['name']);
+    expectProblem(
+      await gw.call('PUT', '/schedules/a%01b', { json: interval() }),
+      400,
+      'validation_failed',
+      ['name'],
+    );
     expect((await put('é'.repeat(200), interval())).status).toBe(201);
   });
 
   it('answers 401 without a valid key, before validating', async () => {
-    expectProblem(await gw.call('PUT', '/schedules/x', { json: {}, key: null }), 401, 'unauthorized');
-    expectProblem(await gw.call('PUT', '/schedules/x', { json: {}, key: 'pos_wrong' }), 401, 'unauthorized');
+    expectProblem(
+      await gw.call('PUT', '/schedules/x', { json: {}, key: null }),
+      401,
+      'unauthorized',
+    );
+    expectProblem(
+      await gw.call('PUT', '/schedules/x', { json: {}, key: 'pos_wrong' }),
+      401,
+      'unauthorized',
+    );
   });
 });
 
@@ -175,10 +361,21 @@ describe('PUT /schedules/{name}: an existing name', () => {
   it('unchanged body → 200, nothing stored (updatedAt, version, nextRunAt kept)', async () => {
     now = T0;
     const name = fresh();
-    const created = expectSchedule(await put(name, interval({ overlapPolicy: 'Queue', runAt: null })), 201);
+    const created = expectSchedule(
+      await put(name, interval({ overlapPolicy: 'Queue', runAt: null })),
+      201,
+    );
     now = at(30_000);
     // Member order, null-vs-omitted and an omitted overlapPolicy (kept) do not count as changes.
-    const again = expectSchedule(await put(name, { definition: { stages: definition.stages, name: definition.name, traceId: null }, intervalSeconds: 60, kind: 'Interval', cronExpression: null }), 200);
+    const again = expectSchedule(
+      await put(name, {
+        definition: { stages: definition.stages, name: definition.name, traceId: null },
+        intervalSeconds: 60,
+        kind: 'Interval',
+        cronExpression: null,
+      }),
+      200,
+    );
     expect(again).toEqual(created);
   });
 
@@ -187,8 +384,16 @@ describe('PUT /schedules/{name}: an existing name', () => {
     const name = fresh();
     const created = expectSchedule(await put(name, interval()), 201);
     now = at(30_000);
-    const traced = expectSchedule(await put(name, interval({ definition: { ...definition, traceId: 'trace-1' } })), 200);
-    expect(traced).toMatchObject({ definitionVersion: 1, nextRunAt: created.nextRunAt, updatedAt: now.toISOString(), createdAt: created.createdAt });
+    const traced = expectSchedule(
+      await put(name, interval({ definition: { ...definition, traceId: 'trace-1' } })),
+      200,
+    );
+    expect(traced).toMatchObject({
+      definitionVersion: 1,
+      nextRunAt: created.nextRunAt,
+      updatedAt: now.toISOString(),
+      createdAt: created.createdAt,
+    });
     expect(traced.definition.traceId).toBe('trace-1');
   });
 
@@ -198,30 +403,62 @@ describe('PUT /schedules/{name}: an existing name', () => {
     expectSchedule(await put(name, interval({ catchupMax: 5 })), 201);
     now = at(30_000);
     const changed = expectSchedule(await put(name, interval()), 200); // omitted catchupMax takes the default 10
-    expect(changed).toMatchObject({ definitionVersion: 2, catchupMax: 10, updatedAt: now.toISOString(), nextRunAt: at(90_000).toISOString() });
+    expect(changed).toMatchObject({
+      definitionVersion: 2,
+      catchupMax: 10,
+      updatedAt: now.toISOString(),
+      nextRunAt: at(90_000).toISOString(),
+    });
     now = at(40_000);
-    const redefined = expectSchedule(await put(name, interval({ definition: { ...definition, name: 'renamed' } })), 200);
+    const redefined = expectSchedule(
+      await put(name, interval({ definition: { ...definition, name: 'renamed' } })),
+      200,
+    );
     expect(redefined).toMatchObject({ definitionVersion: 3, nextRunAt: at(100_000).toISOString() });
-    const rekinded = expectSchedule(await put(name, { kind: 'Cron', cronExpression: '0 * * * *', definition }), 200);
-    expect(rekinded).toMatchObject({ definitionVersion: 4, intervalSeconds: null, cronExpression: '0 * * * *', nextRunAt: '2030-03-04T11:00:00.000Z' });
+    const rekinded = expectSchedule(
+      await put(name, { kind: 'Cron', cronExpression: '0 * * * *', definition }),
+      200,
+    );
+    expect(rekinded).toMatchObject({
+      definitionVersion: 4,
+      intervalSeconds: null,
+      cronExpression: '0 * * * *',
+      nextRunAt: '2030-03-04T11:00:00.000Z',
+    });
   });
 
   it('compares runAt as an instant and accepts a stored runAt that is now past', async () => {
     now = T0;
     const name = fresh();
-    const created = expectSchedule(await put(name, { kind: 'Once', runAt: '2030-03-04T11:00:00Z', definition }), 201);
+    const created = expectSchedule(
+      await put(name, { kind: 'Once', runAt: '2030-03-04T11:00:00Z', definition }),
+      201,
+    );
     now = at(2 * 3600_000); // runAt has passed
-    const same = expectSchedule(await put(name, { kind: 'Once', runAt: '2030-03-04T13:00:00.000+02:00', definition }), 200);
+    const same = expectSchedule(
+      await put(name, { kind: 'Once', runAt: '2030-03-04T13:00:00.000+02:00', definition }),
+      200,
+    );
     expect(same).toEqual(created);
-    expectProblem(await put(name, { kind: 'Once', runAt: '2030-03-04T11:30:00Z', definition }), 400, 'validation_failed', ['/runAt']);
+    expectProblem(
+      await put(name, { kind: 'Once', runAt: '2030-03-04T11:30:00Z', definition }),
+      400,
+      'validation_failed',
+      ['/runAt'],
+    );
   });
 
   it('matches names case-insensitively and keeps the stored spelling', async () => {
     now = T0;
     const created = expectSchedule(await put('Daily-Export', interval()), 201);
-    const upper = expectSchedule(await put('DAILY-EXPORT', interval({ intervalSeconds: 120 })), 200);
+    const upper = expectSchedule(
+      await put('DAILY-EXPORT', interval({ intervalSeconds: 120 })),
+      200,
+    );
     expect(upper).toMatchObject({ id: created.id, name: 'Daily-Export', definitionVersion: 2 });
-    expect(expectSchedule(await gw.call('GET', '/schedules/daily-export'), 200).id).toBe(created.id);
+    expect(expectSchedule(await gw.call('GET', '/schedules/daily-export'), 200).id).toBe(
+      created.id,
+    );
   });
 
   it('Archived → Active with a re-plan; Paused stays Paused on a change', async () => {
@@ -231,7 +468,12 @@ describe('PUT /schedules/{name}: an existing name', () => {
     expectSchedule(await gw.call('POST', `/schedules/${name}/archive`), 200);
     now = at(10_000);
     const back = expectSchedule(await put(name, interval()), 200);
-    expect(back).toMatchObject({ status: 'Active', definitionVersion: 1, nextRunAt: at(70_000).toISOString(), updatedAt: now.toISOString() });
+    expect(back).toMatchObject({
+      status: 'Active',
+      definitionVersion: 1,
+      nextRunAt: at(70_000).toISOString(),
+      updatedAt: now.toISOString(),
+    });
 
     expectSchedule(await gw.call('POST', `/schedules/${name}/pause`), 200);
     const paused = expectSchedule(await put(name, interval({ intervalSeconds: 30 })), 200);

@@ -3,14 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  compile,
-  problemDetailsSchema,
-  pullJobResponseSchema,
-  stageQueueName,
-  type FieldError,
-  type JsonSchema,
-} from '@po/contracts';
+import { expectEmpty, expectProblem, expectValid } from '@po/testing';
+import { pullJobResponseSchema, stageQueueName } from '@po/contracts';
 import {
   startWorkerGateway,
   type Reply,
@@ -20,33 +14,6 @@ import {
 // ---------------------------------------------------------------------------------------------
 // Assertions shared by this file
 
-const problemShape = compile(problemDetailsSchema, { normalise: false });
-function expectValid(schema: JsonSchema, body: unknown): void {
-  const checked = compile(schema, { normalise: false })(body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-}
-function expectProblem(reply: Reply, status: number, code: string, fields?: string[]): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const checked = problemShape(reply.body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({
-    status,
-    code,
-    type: `urn:problem-type:pipeline-orchestration:${code}`,
-  });
-  if (code === 'validation_failed') {
-    const got = [...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort();
-    expect(got).toEqual([...(fields ?? [])].sort());
-  } else {
-    expect(reply.body.errors).toBeUndefined();
-  }
-}
-function expectEmpty(reply: Reply, status: 200 | 204 = 200): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.text).toBe('');
-  if (status === 200) expect(reply.headers.get('content-length')).toBe('0');
-}
 function expectDelivery(reply: Reply, queue: string): void {
   expect(reply.status, reply.text).toBe(200);
   expect(reply.headers.get('content-type')).toBe('application/json; charset=utf-8');

@@ -1,9 +1,21 @@
-import { apiKeyAuth, createRouter, jsonBody, sendEmpty, sendJson, type ApiKeyResolver, type Router } from '@po/http';
+import {
+  apiKeyAuth,
+  createRouter,
+  jsonBody,
+  sendEmpty,
+  sendJson,
+  type ApiKeyResolver,
+  type Router,
+} from '@po/http';
 import { validateAck, validatePull, type AckJobRequest, type PullJobRequest } from '@po/contracts';
 import type { Deliveries } from '../../deliveries/deliveries.js';
 import { ackJob, pullJob } from '../../deliveries/operations.js';
 
-export function jobRoutes(deliveries: Deliveries, resolveKey: ApiKeyResolver, limit: number): Router {
+export function jobRoutes(
+  deliveries: Deliveries,
+  resolveKey: ApiKeyResolver,
+  limit: number,
+): Router {
   const router = createRouter();
   router.post('/jobs/pull', apiKeyAuth(resolveKey), jsonBody(validatePull, limit), async (ctx) => {
     // Stop waiting (and hand a late message back) when the client goes away mid-poll.
@@ -12,9 +24,20 @@ export function jobRoutes(deliveries: Deliveries, resolveKey: ApiKeyResolver, li
       if (!ctx.res.writableFinished) gone.abort();
     };
     ctx.res.once('close', onClose);
-    const delivery = await pullJob(deliveries, ctx.state.applicationId!, ctx.state.body as PullJobRequest, gone.signal);
+    const delivery = await pullJob(
+      deliveries,
+      ctx.state.applicationId!,
+      ctx.state.body as PullJobRequest,
+      gone.signal,
+    );
     if (!delivery) return sendEmpty(ctx, 204);
-    sendJson(ctx, 200, { token: delivery.token, queue: delivery.queue, payload: delivery.payload, messageId: delivery.messageId, headers: {} });
+    sendJson(ctx, 200, {
+      token: delivery.token,
+      queue: delivery.queue,
+      payload: delivery.payload,
+      messageId: delivery.messageId,
+      headers: {},
+    });
   });
   router.post('/jobs/ack', jsonBody(validateAck, limit), async (ctx) => {
     await ackJob(deliveries, ctx.state.body as AckJobRequest);

@@ -4,13 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  compile,
-  problemDetailsSchema,
-  stageLeaseResponseSchema,
-  type FieldError,
-  type JsonSchema,
-} from '@po/contracts';
+import { expectProblem, expectValid } from '@po/testing';
+import { stageLeaseResponseSchema } from '@po/contracts';
 import { startExecutions } from '@po/db';
 import {
   startWorkerGateway,
@@ -21,28 +16,6 @@ import {
 // ---------------------------------------------------------------------------------------------
 // Assertions shared by this file
 
-const problemShape = compile(problemDetailsSchema, { normalise: false });
-function expectValid(schema: JsonSchema, body: unknown): void {
-  const checked = compile(schema, { normalise: false })(body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-}
-function expectProblem(reply: Reply, status: number, code: string, fields?: string[]): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const checked = problemShape(reply.body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({
-    status,
-    code,
-    type: `urn:problem-type:pipeline-orchestration:${code}`,
-  });
-  if (code === 'validation_failed') {
-    const got = [...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort();
-    expect(got).toEqual([...(fields ?? [])].sort());
-  } else {
-    expect(reply.body.errors).toBeUndefined();
-  }
-}
 /** A definitive refusal: 200, acquired=false, attempt and leaseExpiresAt null, the reason set. */
 function expectRefusal(reply: Reply, reason: string): void {
   expect(reply.status, reply.text).toBe(200);

@@ -4,46 +4,14 @@ import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  compile,
-  problemDetailsSchema,
-  stageResultAcceptedSchema,
-  type FieldError,
-  type JsonSchema,
-} from '@po/contracts';
+import { expectProblem, expectValid } from '@po/testing';
+import { stageResultAcceptedSchema } from '@po/contracts';
 import type { StageResultMessage } from '@po/queues';
 import { TEST_REDIS_URL } from '@po/testing';
-import {
-  startWorkerGateway,
-  type Reply,
-  type WorkerGatewayHarness,
-} from '../../testing/harness.js';
+import { startWorkerGateway, type WorkerGatewayHarness } from '../../testing/harness.js';
 
 // ---------------------------------------------------------------------------------------------
 // Assertions shared by this file
-
-const problemShape = compile(problemDetailsSchema, { normalise: false });
-function expectValid(schema: JsonSchema, body: unknown): void {
-  const checked = compile(schema, { normalise: false })(body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-}
-function expectProblem(reply: Reply, status: number, code: string, fields?: string[]): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const checked = problemShape(reply.body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({
-    status,
-    code,
-    type: `urn:problem-type:pipeline-orchestration:${code}`,
-  });
-  if (code === 'validation_failed') {
-    const got = [...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort();
-    expect(got).toEqual([...(fields ?? [])].sort());
-  } else {
-    expect(reply.body.errors).toBeUndefined();
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 

@@ -1,5 +1,19 @@
-import { apiKeyAuth, createRouter, jsonBody, pathParam, sendJson, type ApiKeyResolver, type Router } from '@po/http';
-import { parseId, validateLease, validateResultSubmit, type StageLeaseRequest, type StageResultSubmit } from '@po/contracts';
+import {
+  apiKeyAuth,
+  createRouter,
+  jsonBody,
+  pathParam,
+  sendJson,
+  type ApiKeyResolver,
+  type Router,
+} from '@po/http';
+import {
+  parseId,
+  validateLease,
+  validateResultSubmit,
+  type StageLeaseRequest,
+  type StageResultSubmit,
+} from '@po/contracts';
 import type { Deps } from '../../deps.js';
 import { acquireLease, renewLease } from '../../leases/operations.js';
 import { submitResult } from '../../results/submit.js';
@@ -34,7 +48,12 @@ export function stageRoutes(deps: Deps, resolveKey: ApiKeyResolver): Router {
     jsonBody(validateResultSubmit, RESULT_MAX_BODY_BYTES),
     async (ctx) => {
       const { stageId, session: s } = stateOf(ctx);
-      const accepted = await submitResult(deps, { applicationId: ctx.state.applicationId!, session: s }, stageId, ctx.state.body as StageResultSubmit);
+      const accepted = await submitResult(
+        deps,
+        { applicationId: ctx.state.applicationId!, session: s },
+        stageId,
+        ctx.state.body as StageResultSubmit,
+      );
       sendJson(ctx, 202, accepted);
     },
   );

@@ -1,0 +1,388 @@
+#!/usr/bin/env node
+// Chart checks (run by deploy/k8s-checks/run.sh, which passes HELM=<pinned helm binary>):
+//   1. `helm lint --strict` and `helm template` for every value set below;
+//   2. every rendered document typechecked against the Kubernetes 1.30 schemas (kubernetes-types
+//      with tsc; the Gateway API and Envoy Gateway objects against deploy/k8s-checks/types), with
+//      deliberately broken documents that must fail, so the check cannot pass vacuously;
+//   3. the facts that matter: five services with probes, drain and secrets by reference, the
+//      migration hook, the routing table of the one base URL, the sticky rule of each mode;
+//   4. bad values fail at render time (values.schema.json and the chart's own checks).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const CHART = join(ROOT, 'helm', 'pipeline-orchestration');
+const WORK = join(ROOT, '.tools', 'k8s-checks');
+const HELM = process.env.HELM;
+const KUBE_VERSION = '1.30.0';
+const SERVICES = ['api-gateway', 'worker-gateway', 'pipeline-service', 'scheduler-service', 'result-consumer'];
+const RELEASE = 'po';
+const NAMESPACE = 'pipelines';
+if (!HELM) throw new Error('set HELM to the helm binary (deploy/k8s-checks/run.sh does)');
+
+const allServices = (patch) => Object.fromEntries(SERVICES.map((s) => [s, patch]));
+/** Value sets to render: the defaults, each sticky mode, the Gateway API, autoscaling, a minimal one. */
+const VALUE_SETS = {
+  default: {},
+  'sticky-cookie': { workerRouting: { sticky: 'cookie' } },
+  'sticky-none': { workerRouting: { sticky: 'none' }, services: { 'worker-gateway': { replicas: 1 } } },
+  'gateway-api-header-hash': {
+    ingress: { enabled: false },
+    gatewayApi: { enabled: true, parentRefs: [{ name: 'shared', namespace: 'gateway-system' }], hostnames: ['po.example.com'] },
+  },
+  'gateway-api-cookie': {
+    ingress: { enabled: false },
+    workerRouting: { sticky: 'cookie' },
+    gatewayApi: { enabled: true, parentRefs: [{ name: 'shared', namespace: 'gateway-system', sectionName: 'https' }] },
+  },
+  'hpa-tls-extras': {
+    image: { repository: 'registry.example.com/po', digest: `sha256:${'a'.repeat(64)}` },
+    imagePullSecrets: [{ name: 'regcred' }],
+    services: allServices({ autoscaling: { enabled: true, minReplicas: 2, maxReplicas: 5, targetCPUUtilizationPercentage: 60 } }),
+    ingress: { host: 'po.example.com', tlsSecretName: 'po-tls', annotations: { 'cert-manager.io/cluster-issuer': 'letsencrypt' } },
+    config: { WORKER_BROKER_HANDOUT: true, GATEWAY_VISIBILITY_TIMEOUT: 30, LOG_LEVEL: 'warn' },
+    workerBrokerSecret: { name: 'po-broker', key: 'url' },
+    nodeSelector: { 'kubernetes.io/os': 'linux' },
+    tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'po', effect: 'NoSchedule' }],
+    podAnnotations: { 'prometheus.io/scrape': 'false' },
+    serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/po' } },
+  },
+  minimal: {
+    ingress: { enabled: false },
+    migrations: { enabled: false },
+    serviceAccount: { create: false },
+    spreadAcrossNodes: false,
+    services: allServices({ replicas: 1, podDisruptionBudget: { enabled: false, maxUnavailable: 1 } }),
+    workerRouting: { sticky: 'none' },
+  },
+};
+
+/** Values that must be refused, and a piece of the message that must explain why. */
+const BAD_VALUES = {
+  'unknown sticky mode (schema enum)': [{ workerRouting: { sticky: 'sticky-please' } }, /sticky/],
+  'a database URL as a value (schema: only Secret references)': [{ database: { url: 'postgresql://po:secret@db/po' } }, /database/],
+  'visibility timeout 0 (schema minimum)': [{ config: { GATEWAY_VISIBILITY_TIMEOUT: 0 } }, /GATEWAY_VISIBILITY_TIMEOUT/],
+  'replicas as text (schema type)': [{ services: { 'worker-gateway': { replicas: 'two' } } }, /replicas/],
+  'misspelled key (schema additionalProperties)': [{ workerRoutng: { sticky: 'none' } }, /workerRoutng/],
+  'a hash on something other than a header (schema pattern)': [{ workerRouting: { hashBy: '$remote_addr' } }, /hashBy/],
+  'grace period shorter than the drain (chart check)': [{ terminationGracePeriodSeconds: 12 }, /terminationGracePeriodSeconds/],
+  'no stickiness with two worker-gateways (chart check)': [{ workerRouting: { sticky: 'none' } }, /sticky is none/],
+  'Gateway API without a Gateway (chart check)': [{ ingress: { enabled: false }, gatewayApi: { enabled: true } }, /parentRefs/],
+  'broker hand-out without its Secret (chart check)': [{ config: { WORKER_BROKER_HANDOUT: true } }, /workerBrokerSecret/],
+};
+
+/** Where each rendered kind's schema comes from (a type in a .d.ts, imported by the typecheck). */
+const SCHEMAS = {
+  'v1/ConfigMap': ['kubernetes-types/core/v1', 'ConfigMap'],
+  'v1/Service': ['kubernetes-types/core/v1', 'Service'],
+  'v1/ServiceAccount': ['kubernetes-types/core/v1', 'ServiceAccount'],
+  'apps/v1/Deployment': ['kubernetes-types/apps/v1', 'Deployment'],
+  'batch/v1/Job': ['kubernetes-types/batch/v1', 'Job'],
+  'policy/v1/PodDisruptionBudget': ['kubernetes-types/policy/v1', 'PodDisruptionBudget'],
+  'autoscaling/v2/HorizontalPodAutoscaler': ['kubernetes-types/autoscaling/v2', 'HorizontalPodAutoscaler'],
+  'networking.k8s.io/v1/Ingress': ['kubernetes-types/networking/v1', 'Ingress'],
+  'gateway.networking.k8s.io/v1/HTTPRoute': ['../../deploy/k8s-checks/types/gateway-api.mjs', 'HTTPRoute'],
+  'gateway.envoyproxy.io/v1alpha1/BackendTrafficPolicy': ['../../deploy/k8s-checks/types/envoy-gateway.mjs', 'BackendTrafficPolicy'],
+};
+
+const failures = [];
+const fail = (set, msg) => failures.push(`[${set}] ${msg}`);
+const check = (set, ok, msg) => (ok ? undefined : fail(set, msg));
+
+function valuesFile(name, values) {
+  const file = join(WORK, `values-${name.replace(/[^a-z0-9-]+/gi, '-')}.json`);
+  writeFileSync(file, JSON.stringify(values, null, 2)); // JSON is YAML
+  return file;
+}
+
+function helm(args) {
+  return spawnSync(HELM, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+}
+
+function render(name, values) {
+  const file = valuesFile(name, values);
+  const lint = helm(['lint', '--strict', CHART, '-f', file, '--kube-version', KUBE_VERSION]);
+  if (lint.status !== 0) fail(name, `helm lint --strict failed:\n${lint.stdout}${lint.stderr}`);
+  const out = helm(['template', RELEASE, CHART, '-n', NAMESPACE, '--kube-version', KUBE_VERSION, '-f', file]);
+  if (out.status !== 0) {
+    fail(name, `helm template failed:\n${out.stderr}`);
+    return null;
+  }
+  const docs = parseAllDocuments(out.stdout).map((d) => {
+    if (d.errors.length) fail(name, `rendered YAML does not parse: ${d.errors[0].message}`);
+    return d.toJS();
+  });
+  const notes = helm(['install', RELEASE, CHART, '-n', NAMESPACE, '--dry-run=client', '-f', file]);
+  if (notes.status !== 0) fail(name, `helm install --dry-run=client failed:\n${notes.stderr}`);
+  return { text: out.stdout, docs: docs.filter((d) => d !== null), notes: notes.stdout.split('NOTES:')[1] ?? '' };
+}
+
+// ---- typecheck: one .ts file per value set, each document `satisfies` its kind's type
+function typecheckSource(name, docs) {
+  const imports = new Map();
+  const lines = [];
+  docs.forEach((doc, i) => {
+    const key = `${doc.apiVersion}/${doc.kind}`;
+    const schema = SCHEMAS[key];
+    if (!schema) return fail(name, `no schema for ${key} (${doc.metadata?.name}): add one to SCHEMAS`);
+    if (!imports.has(schema[0])) imports.set(schema[0], `S${imports.size}`);
+    lines.push(`export const d${i} = ${JSON.stringify(doc)} satisfies ${imports.get(schema[0])}.${schema[1]};`);
+  });
+  const head = [...imports].map(([from, alias]) => `import type * as ${alias} from '${from}';`);
+  return `// Generated by deploy/k8s-checks/check-chart.mjs from \`helm template\` (${name}).\n${head.join('\n')}\n${lines.join('\n')}\n`;
+}
+
+/** Documents that must fail the typecheck, each with one mistake, typed as the kind they claim. */
+function brokenDocuments(docs) {
+  const clone = (kind) => structuredClone(docs.find((d) => d.kind === kind));
+  const deployment = clone('Deployment');
+  const container = deployment.spec.template.spec.containers[0];
+  container.livenesProbe = container.livenessProbe; // misspelled field
+  const ingress = clone('Ingress');
+  const backend = ingress.spec.rules[0].http.paths[0].backend;
+  ingress.spec.rules[0].http.paths[0].backend = { serviceName: backend.service.name, servicePort: 8080 }; // the removed v1beta1 shape
+  const pdb = clone('PodDisruptionBudget');
+  pdb.apiVersion = 'policy/v1beta1'; // removed in Kubernetes 1.25
+  const job = clone('Job');
+  delete job.spec.template; // required
+  const route = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute', metadata: { name: 'x' }, spec: { rules: [{ sessionPersistance: { type: 'Cookie' } }] } };
+  const policy = {
+    apiVersion: 'gateway.envoyproxy.io/v1alpha1',
+    kind: 'BackendTrafficPolicy',
+    metadata: { name: 'x' },
+    spec: { loadBalancer: { type: 'ConsistentHash', consistentHash: { type: 'Header', header: { nam: 'x' } } } },
+  };
+  return [deployment, ingress, pdb, job, route, policy].map((doc) => ({
+    doc,
+    as: doc.apiVersion === 'policy/v1beta1' ? 'policy/v1/PodDisruptionBudget' : `${doc.apiVersion}/${doc.kind}`,
+  }));
+}
+
+function typecheck(rendered) {
+  const files = [];
+  for (const [name, r] of Object.entries(rendered)) {
+    const file = join(WORK, `${name}.ts`);
+    writeFileSync(file, typecheckSource(name, r.docs));
+    files.push(file);
+  }
+  // The broken documents, typed as the kind they pretend to be.
+  const broken = brokenDocuments(rendered.default.docs);
+  const lines = [];
+  const imports = new Map();
+  broken.forEach(({ doc, as }, i) => {
+    const [from, type] = SCHEMAS[as];
+    if (!imports.has(from)) imports.set(from, `B${imports.size}`);
+    lines.push('// @ts-expect-error -- deliberately broken: the schema check must reject it');
+    lines.push(`export const b${i} = ${JSON.stringify(doc)} satisfies ${imports.get(from)}.${type};`);
+  });
+  lines.unshift(...[...imports].map(([from, alias]) => `import type * as ${alias} from '${from}';`));
+  writeFileSync(join(WORK, 'broken.ts'), `${lines.join('\n')}\n`);
+  files.push(join(WORK, 'broken.ts'));
+
+  writeFileSync(
+    join(WORK, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        target: 'ES2022',
+        module: 'ESNext',
+        moduleResolution: 'Bundler',
+        types: [],
+        skipLibCheck: true,
+        exactOptionalPropertyTypes: false,
+      },
+      files: files.map((f) => relative(WORK, f)),
+    }),
+  );
+  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(WORK, 'tsconfig.json')], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
+  if (tsc.status !== 0) fail('schemas', `tsc found documents that do not match their Kubernetes schema:\n${(tsc.stdout + tsc.stderr).slice(0, 6000)}`);
+  return broken.length;
+}
+
+// ---- facts
+const byKind = (docs, kind) => docs.filter((d) => d.kind === kind);
+const named = (docs, kind, name) => docs.find((d) => d.kind === kind && d.metadata.name === name);
+const svcName = (service) => `${RELEASE}-pipeline-orchestration-${service}`;
+const envOf = (container) => Object.fromEntries((container.env ?? []).map((e) => [e.name, e]));
+
+/** Which backend serves a path, by ingress-nginx's rules with use-regex: longest path first, ^path, case-insensitive. */
+function ingressRoute(docs, path) {
+  const paths = byKind(docs, 'Ingress').flatMap((ing) => ing.spec.rules.flatMap((r) => r.http.paths.map((p) => ({ path: p.path, backend: p.backend.service.name }))));
+  paths.sort((a, b) => b.path.length - a.path.length);
+  return paths.find((p) => new RegExp(`^${p.path}`, 'i').test(path))?.backend;
+}
+
+/** Which backend serves a path through the HTTPRoutes: regex (full match) and longer prefixes before "/". */
+function gatewayRoute(docs, path) {
+  const matches = byKind(docs, 'HTTPRoute').flatMap((route) =>
+    route.spec.rules.flatMap((rule) => rule.matches.map((m) => ({ ...m.path, backend: rule.backendRefs[0].name }))),
+  );
+  const hit = (m) =>
+    m.type === 'RegularExpression'
+      ? new RegExp(`^(?:${m.value})$`).test(path)
+      : m.type === 'Exact'
+        ? path === m.value
+        : m.value === '/' || path === m.value || path.startsWith(`${m.value.replace(/\/$/, '')}/`);
+  const rank = (m) => (m.type === 'Exact' ? 3e6 : m.type === 'RegularExpression' ? 2e6 : 1e6 + m.value.length);
+  return matches.filter(hit).sort((a, b) => rank(b) - rank(a))[0]?.backend;
+}
+
+const ROUTES = {
+  '/workers/bootstrap': 'worker-gateway',
+  '/workers/heartbeat': 'worker-gateway',
+  '/jobs/pull': 'worker-gateway',
+  '/jobs/ack': 'worker-gateway',
+  '/stages/17/lease/acquire': 'worker-gateway',
+  '/stages/17/lease/renew': 'worker-gateway',
+  '/stages/17/result': 'worker-gateway',
+  '/stages/17/resume': 'api-gateway',
+  '/pipelines/idempotent': 'api-gateway',
+  '/pipelines/5/cancel': 'api-gateway',
+  '/schedules/nightly/trigger': 'api-gateway',
+  '/version': 'api-gateway',
+  '/logs': 'api-gateway',
+};
+
+function checkFacts(set, values, { docs, text, notes }) {
+  const sticky = values.workerRouting?.sticky ?? 'header-hash';
+  const ingressOn = values.ingress?.enabled ?? true;
+  const gatewayOn = values.gatewayApi?.enabled ?? false;
+  const hpaOn = (s) => values.services?.[s]?.autoscaling?.enabled ?? false;
+
+  // No secret values: no Secret objects, no connection URLs, secret env only by reference.
+  check(set, byKind(docs, 'Secret').length === 0, 'renders a Secret (the chart must only reference existing ones)');
+  check(set, !/\b(postgres(ql)?|rediss?):\/\//i.test(text), 'a connection URL appears in the rendered manifests');
+  const configMap = named(docs, 'ConfigMap', `${RELEASE}-pipeline-orchestration-config`);
+  check(set, configMap, 'no ConfigMap of settings');
+  for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS']) {
+    check(set, typeof configMap?.data?.[key] === 'string' && /^\d+$/.test(configMap.data[key]), `ConfigMap lacks ${key} as a plain integer (got ${configMap?.data?.[key]})`);
+  }
+  for (const key of Object.keys(configMap?.data ?? {})) check(set, !/URL|PASSWORD|SECRET|TOKEN|CONNECTION_STRING/.test(key), `ConfigMap holds ${key}`);
+
+  for (const service of SERVICES) {
+    const name = svcName(service);
+    const dep = named(docs, 'Deployment', name);
+    if (!dep) {
+      fail(set, `no Deployment ${name}`);
+      continue;
+    }
+    const pod = dep.spec.template.spec;
+    const c = pod.containers[0];
+    const env = envOf(c);
+    check(set, JSON.stringify(c.args) === JSON.stringify([service]), `${service}: container args ${JSON.stringify(c.args)}`);
+    check(set, c.livenessProbe?.httpGet?.path === '/healthz', `${service}: liveness probe is not GET /healthz`);
+    check(set, c.readinessProbe?.httpGet?.path === '/readyz', `${service}: readiness probe is not GET /readyz`);
+    check(set, c.startupProbe?.httpGet?.path === '/healthz', `${service}: no startup probe on /healthz`);
+    check(set, c.resources?.requests?.cpu && c.resources?.requests?.memory && c.resources?.limits?.memory, `${service}: resources lack cpu/memory requests or a memory limit`);
+    check(set, env.HOST?.value === '0.0.0.0', `${service}: HOST is not 0.0.0.0`);
+    check(set, env.PORT?.value === String(c.ports[0].containerPort), `${service}: PORT does not match the container port`);
+    for (const secret of ['DATABASE_URL', 'REDIS_URL']) {
+      check(set, env[secret]?.valueFrom?.secretKeyRef?.name && env[secret].value === undefined, `${service}: ${secret} is not a secretKeyRef`);
+    }
+    check(set, c.envFrom?.some((e) => e.configMapRef?.name === configMap?.metadata.name), `${service}: does not read the settings ConfigMap`);
+    const sleep = Number(c.lifecycle?.preStop?.exec?.command?.[1]);
+    const drain = sleep + Number(configMap?.data?.SHUTDOWN_TIMEOUT_MS) / 1000;
+    check(set, sleep > 0, `${service}: no preStop sleep`);
+    check(set, pod.terminationGracePeriodSeconds > drain, `${service}: terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} not longer than the drain (${drain} s)`);
+    check(set, pod.securityContext?.runAsNonRoot === true && c.securityContext?.allowPrivilegeEscalation === false, `${service}: not locked down (runAsNonRoot, allowPrivilegeEscalation)`);
+    const svc = named(docs, 'Service', name);
+    check(set, svc && svc.spec.ports[0].targetPort === 'http', `${service}: no Service to port http`);
+    check(set, hpaOn(service) ? dep.spec.replicas === undefined && named(docs, 'HorizontalPodAutoscaler', name) : dep.spec.replicas >= 1 && !named(docs, 'HorizontalPodAutoscaler', name), `${service}: replicas/HPA do not match autoscaling.enabled`);
+    const pdbWanted = values.services?.[service]?.podDisruptionBudget?.enabled ?? true;
+    check(set, Boolean(named(docs, 'PodDisruptionBudget', name)) === pdbWanted, `${service}: PodDisruptionBudget ${pdbWanted ? 'missing' : 'unexpected'}`);
+  }
+
+  // Migrations: one hook Job before install and upgrade, with DATABASE_URL by reference only.
+  const jobs = byKind(docs, 'Job');
+  if (values.migrations?.enabled ?? true) {
+    const job = jobs[0];
+    const hooks = job?.metadata.annotations?.['helm.sh/hook']?.split(',') ?? [];
+    check(set, jobs.length === 1, `expected one migration Job, got ${jobs.length}`);
+    check(set, hooks.includes('pre-install') && hooks.includes('pre-upgrade'), 'the migration Job is not a pre-install,pre-upgrade hook');
+    check(set, /before-hook-creation/.test(job?.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? ''), 'the migration Job is not replaced on the next release');
+    const c = job?.spec.template.spec.containers[0];
+    check(set, JSON.stringify(c?.args) === '["migrate","deploy"]', 'the migration Job does not run `migrate deploy`');
+    check(set, c && envOf(c).DATABASE_URL?.valueFrom?.secretKeyRef && !c.envFrom, 'the migration Job must read DATABASE_URL from the Secret and nothing the release creates later');
+    check(set, job?.spec.template.spec.serviceAccountName === undefined, 'the migration Job uses a ServiceAccount created after the hook');
+  } else check(set, jobs.length === 0, 'migration Job rendered while migrations.enabled=false');
+
+  // One base URL, and the sticky rule of the chosen mode.
+  const ingresses = byKind(docs, 'Ingress');
+  const routes = byKind(docs, 'HTTPRoute');
+  check(set, ingressOn ? ingresses.length === 2 : ingresses.length === 0, `expected ${ingressOn ? 2 : 0} Ingress objects, got ${ingresses.length}`);
+  check(set, gatewayOn ? routes.length === 2 : routes.length === 0, `expected ${gatewayOn ? 2 : 0} HTTPRoutes, got ${routes.length}`);
+  for (const [path, service] of Object.entries(ROUTES)) {
+    if (ingressOn) check(set, ingressRoute(docs, path) === svcName(service), `Ingress sends ${path} to ${ingressRoute(docs, path)}, not ${service}`);
+    if (gatewayOn) check(set, gatewayRoute(docs, path) === svcName(service), `HTTPRoutes send ${path} to ${gatewayRoute(docs, path)}, not ${service}`);
+  }
+  const workersIngress = named(docs, 'Ingress', `${RELEASE}-pipeline-orchestration-workers`);
+  const apiIngress = named(docs, 'Ingress', `${RELEASE}-pipeline-orchestration-api`);
+  const a = workersIngress?.metadata.annotations ?? {};
+  const hashBy = values.workerRouting?.hashBy ?? '$http_x_worker_session';
+  if (ingressOn) {
+    check(set, sticky === 'header-hash' ? a['nginx.ingress.kubernetes.io/upstream-hash-by'] === hashBy : a['nginx.ingress.kubernetes.io/upstream-hash-by'] === undefined, `upstream-hash-by is ${a['nginx.ingress.kubernetes.io/upstream-hash-by']} in mode ${sticky}`);
+    check(set, sticky === 'cookie' ? a['nginx.ingress.kubernetes.io/affinity'] === 'cookie' && a['nginx.ingress.kubernetes.io/session-cookie-name'] : a['nginx.ingress.kubernetes.io/affinity'] === undefined, `affinity annotations wrong in mode ${sticky}`);
+    const apiA = apiIngress?.metadata.annotations ?? {};
+    check(set, !apiA['nginx.ingress.kubernetes.io/upstream-hash-by'] && !apiA['nginx.ingress.kubernetes.io/affinity'], 'the api-gateway Ingress carries sticky annotations');
+    check(set, a['nginx.ingress.kubernetes.io/proxy-body-size'] === configMap?.data?.API_MAX_BODY_BYTES, 'proxy-body-size does not follow API_MAX_BODY_BYTES');
+  }
+  if (gatewayOn) {
+    const wr = named(docs, 'HTTPRoute', `${RELEASE}-pipeline-orchestration-workers`);
+    const persistence = wr?.spec.rules[0].sessionPersistence;
+    check(set, sticky === 'cookie' ? persistence?.type === 'Cookie' : persistence === undefined, `HTTPRoute sessionPersistence wrong in mode ${sticky}`);
+    const policies = byKind(docs, 'BackendTrafficPolicy');
+    const header = hashBy.replace(/^\$http_/, '').replaceAll('_', '-');
+    check(set, sticky === 'header-hash' ? policies.length === 1 && policies[0].spec.loadBalancer.consistentHash.header.name === header && policies[0].spec.targetRefs[0].name === wr?.metadata.name : policies.length === 0, `BackendTrafficPolicy wrong in mode ${sticky}`);
+  }
+
+  // NOTES tell the operator how to create an application key.
+  check(set, notes.includes('node services/api-gateway/dist/admin/cli.js apps create --name NAME'), 'NOTES.txt lacks the admin command');
+  check(set, notes.includes(`workerRouting.sticky=${sticky}`), 'NOTES.txt does not name the sticky mode');
+}
+
+// ---- run
+rmSync(WORK, { recursive: true, force: true });
+mkdirSync(WORK, { recursive: true });
+const started = Date.now();
+console.log(`chart checks: ${execFileSync(HELM, ['version', '--short'], { encoding: 'utf8' }).trim()}, Kubernetes ${KUBE_VERSION} schemas`);
+
+const rendered = {};
+for (const [name, values] of Object.entries(VALUE_SETS)) {
+  const r = render(name, values);
+  if (!r) continue;
+  rendered[name] = r;
+  checkFacts(name, values, r);
+  const kinds = {};
+  for (const d of r.docs) kinds[d.kind] = (kinds[d.kind] ?? 0) + 1;
+  console.log(`  ${name.padEnd(24)} lint --strict ok, ${r.docs.length} documents (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(', ')})`);
+}
+if (rendered.default) {
+  const broken = typecheck(rendered);
+  const total = Object.values(rendered).reduce((n, r) => n + r.docs.length, 0);
+  console.log(`  schemas: ${total} documents typechecked (tsc, kubernetes-types ${KUBE_VERSION}); ${broken} broken documents rejected as expected`);
+}
+
+let shown = false;
+for (const [what, [values, reason]] of Object.entries(BAD_VALUES)) {
+  const out = helm(['template', RELEASE, CHART, '-n', NAMESPACE, '--kube-version', KUBE_VERSION, '-f', valuesFile(`bad-${what}`, values)]);
+  if (out.status === 0) fail('bad values', `${what}: helm template accepted it`);
+  else if (!reason.test(out.stderr)) fail('bad values', `${what}: refused, but not for the expected reason:\n${out.stderr}`);
+  else if (!shown) {
+    shown = true;
+    console.log(`  bad values are refused, e.g. ${JSON.stringify(values)}:\n    ${out.stderr.trim().split('\n').join('\n    ')}`);
+  }
+}
+console.log(`  bad values: ${Object.keys(BAD_VALUES).length} refused by helm template`);
+
+if (failures.length) {
+  console.error(`\nchart checks FAILED (${failures.length}):\n  - ${failures.join('\n  - ')}`);
+  process.exit(1);
+}
+console.log(`chart checks: OK (${Object.keys(VALUE_SETS).length} value sets, ${((Date.now() - started) / 1000).toFixed(1)} s)`);

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# CI checks of the delivery files, without a Docker engine or a cluster (deploy/README.md):
+#   the image's Dockerfile lint, then the Helm chart checks with a pinned helm binary.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+node deploy/docker/lint.mjs
+HELM="$PWD/$(bash deploy/k8s-checks/fetch-helm.sh)" node deploy/k8s-checks/check-chart.mjs

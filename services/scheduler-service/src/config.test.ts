@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '@po/config';
+import { parseConfig } from './config.js';
+
+describe('scheduler-service config', () => {
+  it('defaults: port 8083, misfire grace 60 s, poll 1000 ms, concurrency 8', () => {
+    expect(parseConfig({})).toMatchObject({ port: 8083, misfireGraceSeconds: 60, pollIntervalMs: 1000, concurrency: 8 });
+  });
+
+  it('reads SCHEDULER_MISFIRE_GRACE_SECONDS and lists every problem', () => {
+    expect(parseConfig({ SCHEDULER_MISFIRE_GRACE_SECONDS: '5' }).misfireGraceSeconds).toBe(5);
+    expect(() => parseConfig({ SCHEDULER_MISFIRE_GRACE_SECONDS: '-1', SCHEDULER_POLL_INTERVAL_MS: '5000' })).toThrow(ConfigError);
+    try {
+      parseConfig({ SCHEDULER_MISFIRE_GRACE_SECONDS: 'x', SCHEDULER_POLL_INTERVAL_MS: '5000' });
+    } catch (err) {
+      expect(String((err as Error).message)).toMatch(/SCHEDULER_MISFIRE_GRACE_SECONDS[\s\S]*SCHEDULER_POLL_INTERVAL_MS/);
+    }
+  });
+});
