@@ -28,3 +28,5 @@ export * from './workers.js';
 export * from './system.js';
 export * from './problem.js';
 export * from './params.js';
+export * from './worker-activity.js';
+export * from './openapi.js';

@@ -47,6 +47,12 @@ export class MalformedDeliveryError extends ProtocolError {
 export class WorkerClient {
   private readonly baseUrl: string;
   private readonly fetch: FetchLike;
+  /**
+   * The latest session token, sent on every call (pull and ack too, where the server ignores
+   * it) so that a load balancer hashing on X-Worker-Session keeps a worker's pull and its ack on
+   * the same gateway process (api-spec: "Pull and ack must go to the same API process").
+   */
+  private routingSession: string | undefined;
 
   constructor(private readonly options: WorkerClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -57,6 +63,7 @@ export class WorkerClient {
     const path = '/workers/bootstrap';
     const json = await this.call('POST', path, { body, apiKey: true, signal, ok: [200] });
     const r = asObject(json, path);
+    if (typeof r.sessionToken === 'string') this.routingSession = r.sessionToken;
     if (
       typeof r.workerId !== 'string' ||
       typeof r.sessionToken !== 'string' ||
@@ -189,7 +196,8 @@ export class WorkerClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (o.body !== undefined) headers['content-type'] = 'application/json';
     if (o.apiKey) headers['x-api-key'] = this.options.apiKey;
-    if (o.session !== undefined) headers['x-worker-session'] = o.session;
+    const session = o.session ?? this.routingSession;
+    if (session !== undefined) headers['x-worker-session'] = session;
     const timeout = AbortSignal.timeout(o.timeoutMs ?? this.options.requestTimeoutMs);
     const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
     let status: number;

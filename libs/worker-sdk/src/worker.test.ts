@@ -22,7 +22,8 @@ describe('bootstrap and pull', () => {
       { queue: gw.queueOf('b'), waitSeconds: 1 },
     ]);
     expect(pulls.every((p) => p.headers['x-api-key'] === API_KEY)).toBe(true);
-    expect(pulls.every((p) => p.headers['x-worker-session'] === undefined)).toBe(true);
+    // The session rides along on pull (and ack) so header-hash routing keeps them on one gateway.
+    expect(pulls.every((p) => p.headers['x-worker-session'] === gw.sessionToken)).toBe(true);
   });
 });
 
@@ -35,6 +36,7 @@ describe('one delivery', () => {
     const message = gw.enqueue('job');
     await gw.until(() => gw.acks.length === 1);
     expect(gw.acks[0]).toMatchObject({ requeue: false, stageId: message.stageId });
+    expect(gw.calls('/jobs/ack')[0]?.headers['x-worker-session']).toBe(gw.sessionToken);
     expect(ran).toBe(0);
     expect(gw.calls(/\/result$/)).toHaveLength(0);
     const [acquire] = gw.calls(`/stages/${message.stageId}/lease/acquire`);
