@@ -20,13 +20,13 @@ export const WORKER_LOCATIONS = ['^/workers/', '^/jobs/', '^/stages/[0-9]+/lease
 
 /** The nginx binary on PATH or in /usr/sbin, or null. */
 export function findNginx() {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'];
-  return dirs.map((dir) => join(dir, 'nginx')).find((file) => dir && existsSync(file)) ?? null;
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'].filter(Boolean);
+  return dirs.map((dir) => join(dir, 'nginx')).find((file) => existsSync(file)) ?? null;
 }
 
 /**
  * nginx, installed from Debian's packages when it is missing and we are root with apt-get
- * (services are kept from starting at install). Resolves with its path, or with null and the reason.
+ * (services are kept from starting at install). Returns its path, or null and the reason.
  */
 export function ensureNginx({ install = true, log = () => {} } = {}) {
   const found = findNginx();

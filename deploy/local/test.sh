@@ -17,5 +17,10 @@ npx tsc -p tsconfig.lint.json
 step "lint (npx eslint .)"
 npx eslint .
 
-step "tests (npx vitest run: unit, integration, e2e)"
-npx vitest run
+# e2e runs after the rest, not beside it: its clusters and the integration files would otherwise
+# compete for PostgreSQL connections and for the two cores.
+step "tests: unit and integration (npx vitest run --project unit --project integration)"
+npx vitest run --project unit --project integration
+
+step "tests: end to end (npx vitest run --project e2e)"
+npx vitest run --project e2e

@@ -25,6 +25,8 @@ export async function startCluster(options: ClusterOptions = {}) {
     QUEUE_PREFIX: prefix,
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
+    // Several processes share one PostgreSQL in tests: keep each pool small.
+    DATABASE_POOL_MAX: '4',
     ...options.env,
   };
   const counts: Record<ServiceName, number> = {

@@ -10,6 +10,8 @@ export interface CommonConfig {
   /** Key prefix of every BullMQ queue; lets several stacks (or test runs) share one Redis. */
   queuePrefix: string;
   shutdownTimeoutMs: number;
+  /** PostgreSQL connections per process; each service also caps it by its own concurrency. */
+  databasePoolMax: number;
 }
 
 export function commonConfig(env: EnvReader, defaultPort: number): CommonConfig {
@@ -24,5 +26,6 @@ export function commonConfig(env: EnvReader, defaultPort: number): CommonConfig 
     logLevel: env.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     queuePrefix: env.str('QUEUE_PREFIX', 'po'),
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0 }),
+    databasePoolMax: env.int('DATABASE_POOL_MAX', 10, { min: 1, max: 200 }),
   };
 }

@@ -48,4 +48,6 @@ try {
   // Plain JSON.stringify output is fine too; the check compares parsed documents.
 }
 await writeFile(target, text);
-console.log(`wrote ${target} (${Object.keys(document.paths).length} paths, ${Object.keys(document.components.schemas).length} schemas)`);
+console.log(
+  `wrote ${target} (${Object.keys(document.paths).length} paths, ${Object.keys(document.components.schemas).length} schemas)`,
+);

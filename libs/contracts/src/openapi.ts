@@ -78,10 +78,19 @@ export interface OpenApiDocument {
   paths: Record<string, OpenApiPathItem>;
   components: {
     schemas: Record<string, JsonMap>;
-    securitySchemes: Record<string, { type: 'apiKey'; in: 'header'; name: string; description: string }>;
+    securitySchemes: Record<
+      string,
+      { type: 'apiKey'; in: 'header'; name: string; description: string }
+    >;
     parameters: Record<
       string,
-      { name: string; in: 'path' | 'query'; required: boolean; description: string; schema: JsonMap }
+      {
+        name: string;
+        in: 'path' | 'query';
+        required: boolean;
+        description: string;
+        schema: JsonMap;
+      }
     >;
     headers: Record<string, { description: string; schema: JsonMap }>;
     responses: Record<string, OpenApiResponse>;
@@ -157,7 +166,8 @@ export function toOpenApiSchema(schema: JsonSchema): JsonMap {
       if (value) notes.push('No control characters (Unicode category Cc)');
     } else if (SCHEMA_MAPS.has(key) && isMap(value)) {
       const map: JsonMap = {};
-      for (const [name, sub] of Object.entries(value)) map[name] = toOpenApiSchema(sub as JsonSchema);
+      for (const [name, sub] of Object.entries(value))
+        map[name] = toOpenApiSchema(sub as JsonSchema);
       out[key] = map;
     } else if (SCHEMA_ONE.has(key) && isMap(value)) {
       out[key] = toOpenApiSchema(value);
@@ -225,7 +235,10 @@ const PROBLEM_RESPONSES: Record<string, { name: string; description: string }> =
     name: 'Unauthorized',
     description: '`unauthorized`: missing or invalid credential',
   },
-  '403': { name: 'Forbidden', description: '`forbidden`: the resource belongs to another application' },
+  '403': {
+    name: 'Forbidden',
+    description: '`forbidden`: the resource belongs to another application',
+  },
   '404': { name: 'NotFound', description: '`not_found`: unknown resource or route' },
   '409': { name: 'Conflict', description: 'a conflict with the state of the resource' },
   '413': {
@@ -234,10 +247,14 @@ const PROBLEM_RESPONSES: Record<string, { name: string; description: string }> =
   },
   '429': {
     name: 'TooManyInflight',
-    description: '`too_many_inflight`: this process holds GATEWAY_MAX_INFLIGHT deliveries; retry later',
+    description:
+      '`too_many_inflight`: this process holds GATEWAY_MAX_INFLIGHT deliveries; retry later',
   },
   '500': { name: 'InternalError', description: '`internal`: unexpected failure' },
-  '503': { name: 'BrokerUnavailable', description: '`broker_unavailable`: the broker is unavailable' },
+  '503': {
+    name: 'BrokerUnavailable',
+    description: '`broker_unavailable`: the broker is unavailable',
+  },
   '504': {
     name: 'CancellationTimeout',
     description: '`cancellation_timeout`: cancellation did not finish in CANCEL_TIMEOUT_SECONDS',
@@ -255,11 +272,13 @@ const TAGS = [
   { name: SCHEDULES, description: 'Named, application-scoped schedules (api-gateway).' },
   {
     name: WORKER_PROTOCOL,
-    description: 'Bootstrap, sessions, pull/ack, leases and results of HTTP workers (worker-gateway).',
+    description:
+      'Bootstrap, sessions, pull/ack, leases and results of HTTP workers (worker-gateway).',
   },
   {
     name: WORKER_ACTIVITY,
-    description: 'Workers of an application and the events they sent, for dashboards (api-gateway).',
+    description:
+      'Workers of an application and the events they sent, for dashboards (api-gateway).',
   },
   { name: SYSTEM, description: 'Version, legacy logs, this document and health (api-gateway).' },
 ];
@@ -298,7 +317,10 @@ const OPERATIONS: OperationSpec[] = [
     security: 'apiKey',
     body: { schema: 'IdempotentPipelineCreateRequest', required: true },
     success: {
-      '201': { description: 'a new pipeline (`created` true)', body: 'IdempotentPipelineCreateResponse' },
+      '201': {
+        description: 'a new pipeline (`created` true)',
+        body: 'IdempotentPipelineCreateResponse',
+      },
       '200': {
         description: 'the existing pipeline of this key (`wasExisting` true)',
         body: 'IdempotentPipelineCreateResponse',
@@ -373,7 +395,8 @@ const OPERATIONS: OperationSpec[] = [
     operationId: 'appendStages',
     tag: PIPELINES,
     summary: 'Append stages to a pipeline',
-    description: 'New stages are created with status NotStarted; a pipeline has at most 100 stages.',
+    description:
+      'New stages are created with status NotStarted; a pipeline has at most 100 stages.',
     security: 'apiKey',
     parameters: ['pipelineId'],
     body: { schema: 'AppendStagesRequest', required: true },
@@ -541,9 +564,12 @@ const OPERATIONS: OperationSpec[] = [
     body: {
       schema: 'ScheduleTriggerRequest',
       required: false,
-      description: 'optional: no body, or an empty one, is allowed; a present body must be an object',
+      description:
+        'optional: no body, or an empty one, is allowed; a present body must be an object',
     },
-    success: { '201': { description: 'the manual run and its pipeline', body: 'ScheduleTriggerResponse' } },
+    success: {
+      '201': { description: 'the manual run and its pipeline', body: 'ScheduleTriggerResponse' },
+    },
     errors: {
       '400': 'invalid payload or `name`',
       '401': 'missing or invalid X-API-Key',
@@ -678,7 +704,8 @@ const OPERATIONS: OperationSpec[] = [
     errors: {
       '400': 'missing `queue` or `waitSeconds` outside 0..20',
       '401': 'missing or invalid X-API-Key',
-      '403': "the queue is outside this application's `app_{applicationId}_{handler}_StageNext` pattern",
+      '403':
+        "the queue is outside this application's `app_{applicationId}_{handler}_StageNext` pattern",
       '429': 'too many in-flight deliveries; back off and retry (`Retry-After`)',
       '500': 'pull failed',
     },
@@ -696,7 +723,8 @@ const OPERATIONS: OperationSpec[] = [
     success: { '200': empty('acknowledged or requeued; empty body (Content-Length: 0)') },
     errors: {
       '400': 'missing token',
-      '404': 'the token is not held by this process (expired, already acknowledged, or held by another replica)',
+      '404':
+        'the token is not held by this process (expired, already acknowledged, or held by another replica)',
       '500': 'ack failed',
     },
   },
@@ -902,7 +930,9 @@ function operation(spec: OperationSpec): OpenApiOperation {
     security: SECURITY[spec.security],
     ...(spec.parameters === undefined
       ? {}
-      : { parameters: spec.parameters.map((name) => ({ $ref: `#/components/parameters/${name}` })) }),
+      : {
+          parameters: spec.parameters.map((name) => ({ $ref: `#/components/parameters/${name}` })),
+        }),
     ...(spec.body === undefined
       ? {}
       : {
@@ -996,7 +1026,9 @@ function problemResponses(): Record<string, OpenApiResponse> {
   for (const [status, { name, description }] of Object.entries(PROBLEM_RESPONSES)) {
     out[name] = {
       description,
-      ...(status === '429' ? { headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } } : {}),
+      ...(status === '429'
+        ? { headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } }
+        : {}),
       content: { [PROBLEM_TYPE]: { schema: { $ref: componentRef('ProblemDetails') } } },
     };
   }

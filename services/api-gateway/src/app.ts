@@ -6,6 +6,8 @@ import { pipelineRoutes } from './http/pipelines/routes.js';
 import { scheduleRoutes } from './http/schedules/routes.js';
 import { stageRoutes } from './http/stages/routes.js';
 import { systemRoutes } from './http/system/routes.js';
+import { workerActivityRoutes } from './http/workers/routes.js';
+import { openApiRoutes } from './http/openapi/routes.js';
 
 export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyBytes' | 'build'>, readiness: Record<string, ReadinessCheck>) {
   const resolveKey: ApiKeyResolver = (hash) => findValidApiKey(deps.db, hash, deps.clock());
@@ -17,6 +19,8 @@ export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyByte
       stageRoutes(deps, resolveKey, config.maxBodyBytes),
       scheduleRoutes(deps, resolveKey, config.maxBodyBytes),
       systemRoutes(deps, config.build, config.maxBodyBytes),
+      workerActivityRoutes(deps, resolveKey),
+      openApiRoutes(),
     ],
   });
 }

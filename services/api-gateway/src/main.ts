@@ -8,7 +8,7 @@ import { parseConfig } from './config.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl);
+const db = createDb(config.databaseUrl, { max: config.databasePoolMax });
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
 

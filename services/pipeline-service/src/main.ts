@@ -11,7 +11,7 @@ import { createEventHandler } from './events/handle-event.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'pipeline-service', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.eventConcurrency + 4 });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.eventConcurrency + 4) });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 

@@ -9,7 +9,7 @@ import { applyResult, type ConsumerDeps } from './consumer/apply-result.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'result-consumer', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.concurrency + 2 });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.concurrency + 2) });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 

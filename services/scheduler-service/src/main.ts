@@ -10,7 +10,7 @@ import { startSchedulerLoop } from './scheduler/loop.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'scheduler-service', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.concurrency + 4 });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.concurrency + 4) });
 const redis = createRedis(config.redisUrl, 'producer');
 
 const deps: SchedulerDeps = {

@@ -9,7 +9,7 @@ import { Deliveries } from './deliveries/deliveries.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'worker-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: 20 });
+const db = createDb(config.databaseUrl, { max: config.databasePoolMax });
 const producerRedis = createRedis(config.redisUrl, 'producer');
 const fetchRedis = createRedis(config.redisUrl, 'worker');
 const wakeRedis = createRedis(config.redisUrl, 'worker');

@@ -8,3 +8,4 @@ export * from './dispatch.js';
 export * from './executions.js';
 export * from './workers.js';
 export * from './schedules.js';
+export * from './worker-activity.js';

@@ -1,6 +1,6 @@
 import { isTerminalPipeline, type PipelineStatus } from '@po/domain';
 import type { DbOrTx } from '../db-types.js';
-import type { Prisma, Schedule, ScheduleKind, ScheduleStatus } from '../generated/prisma/client.js';
+import { Prisma, type Schedule, type ScheduleKind, type ScheduleStatus } from '../generated/prisma/client.js';
 import { cancelUnfinishedStages } from './stages.js';
 import { lockPipeline, markPipelineCancelled } from './pipelines.js';
 
@@ -9,43 +9,14 @@ import { lockPipeline, markPipelineCancelled } from './pipelines.js';
  * pipelines (Replace cancels them), then stages and executions, as everywhere else.
  */
 
-export interface ScheduleRecord {
-  id: number;
-  applicationId: number;
-  name: string;
-  status: ScheduleStatus;
-  kind: ScheduleKind;
-  cronExpression: string | null;
-  timeZone: string;
-  intervalSeconds: number | null;
-  runAt: Date | null;
-  /** The stored PipelineDefinition (validated, without apiKey). */
-  definition: unknown;
-  definitionVersion: number;
-  overlapPolicy: string;
-  catchupPolicy: string;
-  catchupMax: number;
-  jitterSeconds: number;
-  planAnchor: Date;
-  nextTickAt: Date | null;
-  nextRunAt: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
+/** A stored schedule (ids as numbers); `definition` is the validated PipelineDefinition without apiKey. */
+export type ScheduleRecord = Omit<Schedule, 'id' | 'nameKey'> & { id: number };
 
-/** What a PUT stores (everything but identity, status and timestamps of creation). */
-export interface ScheduleSettingsWrite {
-  kind: ScheduleKind;
-  cronExpression: string | null;
-  timeZone: string;
-  intervalSeconds: number | null;
-  runAt: Date | null;
-  definition: unknown;
-  overlapPolicy: string;
-  catchupPolicy: string;
-  catchupMax: number;
-  jitterSeconds: number;
-}
+/** What a PUT stores besides identity, status, version and timestamps. */
+export type ScheduleSettingsWrite = Pick<
+  ScheduleRecord,
+  'kind' | 'cronExpression' | 'timeZone' | 'intervalSeconds' | 'runAt' | 'overlapPolicy' | 'catchupPolicy' | 'catchupMax' | 'jitterSeconds'
+> & { definition: unknown };
 
 export interface SchedulePlanWrite {
   planAnchor: Date;
@@ -77,7 +48,7 @@ export function scheduleNameKey(name: string): string {
   return [...name].map((c) => (c.toLowerCase().length === c.length ? c.toLowerCase() : c)).join('');
 }
 
-const toRecord = (s: Schedule): ScheduleRecord => ({ ...s, id: Number(s.id) });
+const toRecord = ({ nameKey: _key, ...s }: Schedule): ScheduleRecord => ({ ...s, id: Number(s.id) });
 const json = (value: unknown): Prisma.InputJsonValue => value as Prisma.InputJsonValue;
 
 export async function findScheduleByName(db: DbOrTx, applicationId: number, name: string): Promise<ScheduleRecord | null> {
@@ -85,35 +56,99 @@ export async function findScheduleByName(db: DbOrTx, applicationId: number, name
   return row ? toRecord(row) : null;
 }
 
+interface RawSchedule {
+  id: bigint;
+  application_id: number;
+  name: string;
+  status: ScheduleStatus;
+  kind: ScheduleKind;
+  cron_expression: string | null;
+  time_zone: string;
+  interval_seconds: number | null;
+  run_at: Date | null;
+  definition: Prisma.JsonValue;
+  definition_version: number;
+  overlap_policy: string;
+  catchup_policy: string;
+  catchup_max: number;
+  jitter_seconds: number;
+  plan_anchor: Date;
+  next_tick_at: Date | null;
+  next_run_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = Prisma.sql`id, application_id, name, status::text AS status, kind::text AS kind, cron_expression, time_zone,
+  interval_seconds, run_at, definition, definition_version, overlap_policy, catchup_policy, catchup_max, jitter_seconds,
+  plan_anchor, next_tick_at, next_run_at, created_at, updated_at`;
+
+const fromRaw = (r: RawSchedule): ScheduleRecord => ({
+  id: Number(r.id),
+  applicationId: r.application_id,
+  name: r.name,
+  status: r.status,
+  kind: r.kind,
+  cronExpression: r.cron_expression,
+  timeZone: r.time_zone,
+  intervalSeconds: r.interval_seconds,
+  runAt: r.run_at,
+  definition: r.definition,
+  definitionVersion: r.definition_version,
+  overlapPolicy: r.overlap_policy,
+  catchupPolicy: r.catchup_policy,
+  catchupMax: r.catchup_max,
+  jitterSeconds: r.jitter_seconds,
+  planAnchor: r.plan_anchor,
+  nextTickAt: r.next_tick_at,
+  nextRunAt: r.next_run_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
 /** Locks the application's schedule of that name (case-insensitive) for the rest of the transaction. */
 export async function lockScheduleByName(tx: DbOrTx, applicationId: number, name: string): Promise<ScheduleRecord | null> {
-  const rows = await tx.$queryRaw<{ id: bigint }[]>`
-    SELECT id FROM schedules WHERE application_id = ${applicationId} AND name_key = ${scheduleNameKey(name)} FOR UPDATE`;
-  const id = rows[0]?.id;
-  return id === undefined ? null : toRecord(await tx.schedule.findUniqueOrThrow({ where: { id } }));
+  const rows = await tx.$queryRaw<RawSchedule[]>`
+    SELECT ${COLUMNS} FROM schedules WHERE application_id = ${applicationId} AND name_key = ${scheduleNameKey(name)} FOR UPDATE`;
+  return rows[0] ? fromRaw(rows[0]) : null;
 }
 
 /** Locks one schedule; with skipLocked, null when another transaction holds it. */
 export async function lockSchedule(tx: DbOrTx, scheduleId: number, skipLocked: boolean): Promise<ScheduleRecord | null> {
   const id = BigInt(scheduleId);
   const rows = skipLocked
-    ? await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM schedules WHERE id = ${id} FOR UPDATE SKIP LOCKED`
-    : await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM schedules WHERE id = ${id} FOR UPDATE`;
-  return rows.length === 0 ? null : toRecord(await tx.schedule.findUniqueOrThrow({ where: { id } }));
+    ? await tx.$queryRaw<RawSchedule[]>`SELECT ${COLUMNS} FROM schedules WHERE id = ${id} FOR UPDATE SKIP LOCKED`
+    : await tx.$queryRaw<RawSchedule[]>`SELECT ${COLUMNS} FROM schedules WHERE id = ${id} FOR UPDATE`;
+  return rows[0] ? fromRaw(rows[0]) : null;
 }
 
 /**
- * Locks the Active schedule that is due first (nextRunAt <= now), skipping rows another scheduler
- * replica holds: replicas share the due schedules without waiting on each other. `exclude` lists
- * schedules the caller gave up on for now (a failing one must not block those behind it).
+ * Locks up to `limit` Active schedules that are due (nextRunAt <= now), earliest first, skipping
+ * rows another scheduler replica holds: replicas share the due schedules without waiting on each
+ * other. `exclude` lists schedules the caller gave up on for now; `only` restricts the choice.
  */
-export async function lockDueSchedule(tx: DbOrTx, now: Date, exclude: readonly number[] = []): Promise<ScheduleRecord | null> {
-  const excluded = exclude.map((id) => BigInt(id));
-  const rows = await tx.$queryRaw<{ id: bigint }[]>`
-    SELECT id FROM schedules WHERE status = 'Active' AND next_run_at <= ${now} AND NOT (id = ANY(${excluded}::bigint[]))
-    ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
-  const id = rows[0]?.id;
-  return id === undefined ? null : toRecord(await tx.schedule.findUniqueOrThrow({ where: { id } }));
+export async function lockDueSchedules(
+  tx: DbOrTx,
+  now: Date,
+  options: { limit: number; exclude?: readonly number[]; only?: readonly number[] },
+): Promise<ScheduleRecord[]> {
+  const excluded = (options.exclude ?? []).map((id) => BigInt(id));
+  const only = options.only ? Prisma.sql`AND id = ANY(${options.only.map((id) => BigInt(id))}::bigint[])` : Prisma.empty;
+  const rows = await tx.$queryRaw<RawSchedule[]>`
+    SELECT ${COLUMNS} FROM schedules
+    WHERE status = 'Active' AND next_run_at <= ${now} AND NOT (id = ANY(${excluded}::bigint[])) ${only}
+    ORDER BY next_run_at LIMIT ${options.limit} FOR UPDATE SKIP LOCKED`;
+  return rows.map(fromRaw);
+}
+
+/** Writes the advanced plans of many schedules in one statement. */
+export async function advanceSchedules(tx: DbOrTx, plans: readonly ({ scheduleId: number } & SchedulePlanWrite)[]): Promise<void> {
+  if (plans.length === 0) return;
+  await tx.$executeRaw`
+    UPDATE schedules AS s SET plan_anchor = v.anchor, next_tick_at = v.tick, next_run_at = v.run
+    FROM unnest(${plans.map((p) => BigInt(p.scheduleId))}::bigint[], ${plans.map((p) => p.planAnchor)}::timestamptz[],
+                ${plans.map((p) => p.nextTickAt)}::timestamptz[], ${plans.map((p) => p.nextRunAt)}::timestamptz[]) AS v(id, anchor, tick, run)
+    WHERE s.id = v.id`;
 }
 
 /** The earliest fire time over Active schedules: what the scheduler's timer waits for. */
@@ -233,44 +268,36 @@ export interface NewRun {
   trigger: ScheduleRunTrigger;
   status: ScheduleRunStatus;
   scheduledFor: Date;
+  /** The planned tick a Scheduled or Catchup run claims; null for Manual runs. */
+  tick: Date | null;
   pipelineId: number | null;
   reason: string | null;
-  now: Date;
+  createdAt: Date;
 }
 
-/** Records a Manual run (its tick is null: manual runs never claim a planned tick). */
-export async function insertManualRun(tx: DbOrTx, run: Omit<NewRun, 'trigger'>): Promise<number> {
-  const row = await tx.scheduleRun.create({
-    data: {
-      scheduleId: BigInt(run.scheduleId),
-      applicationId: run.applicationId,
-      trigger: 'Manual',
-      status: run.status,
-      scheduledFor: run.scheduledFor,
-      tick: null,
-      pipelineId: run.pipelineId === null ? null : BigInt(run.pipelineId),
-      reason: run.reason,
-      createdAt: run.now,
-    },
-    select: { id: true },
-  });
-  return Number(row.id);
+const runColumns = (runs: readonly NewRun[]) => Prisma.sql`
+  SELECT * FROM unnest(${runs.map((r) => BigInt(r.scheduleId))}::bigint[], ${runs.map((r) => r.applicationId)}::int[],
+    ${runs.map((r) => r.trigger)}::text[], ${runs.map((r) => r.status)}::text[], ${runs.map((r) => r.scheduledFor)}::timestamptz[],
+    ${runs.map((r) => r.tick)}::timestamptz[], ${runs.map((r) => (r.pipelineId === null ? null : BigInt(r.pipelineId)))}::bigint[],
+    ${runs.map((r) => r.reason)}::text[], ${runs.map((r) => r.createdAt)}::timestamptz[])`;
+const RUN_INSERT = Prisma.sql`INSERT INTO schedule_runs (schedule_id, application_id, trigger, status, scheduled_for, tick, pipeline_id, reason, created_at)`;
+
+/**
+ * Records runs in one statement. A planned tick has at most one run (unique schedule_id, tick):
+ * a second claim of a tick throws a unique violation and rolls the caller's transaction back.
+ */
+export async function insertRuns(tx: DbOrTx, runs: readonly NewRun[]): Promise<void> {
+  if (runs.length > 0) await tx.$executeRaw`${RUN_INSERT} ${runColumns(runs)}`;
 }
 
 /**
- * Claims a planned tick: inserts its run unless the tick already has one (unique schedule_id,
- * tick). Returns the run id, or null when the tick was fired before: a tick fires at most once.
+ * Records one run and returns its id. With `skipIfFired`, a tick that already has a run is left
+ * alone and null is returned: the run claims the tick, which then fires at most once.
  */
-export async function claimTick(
-  tx: DbOrTx,
-  claim: { scheduleId: number; applicationId: number; trigger: 'Scheduled' | 'Catchup'; tick: Date; now: Date },
-): Promise<number | null> {
-  const rows = await tx.$queryRaw<{ id: bigint }[]>`
-    INSERT INTO schedule_runs (schedule_id, application_id, trigger, status, scheduled_for, tick, created_at)
-    VALUES (${BigInt(claim.scheduleId)}, ${claim.applicationId}, ${claim.trigger}, 'Created', ${claim.tick}, ${claim.tick}, ${claim.now})
-    ON CONFLICT (schedule_id, tick) DO NOTHING RETURNING id`;
-  const id = rows[0]?.id;
-  return id === undefined ? null : Number(id);
+export async function insertRun(tx: DbOrTx, run: NewRun, options: { skipIfFired?: boolean } = {}): Promise<number | null> {
+  const conflict = options.skipIfFired ? Prisma.sql`ON CONFLICT (schedule_id, tick) DO NOTHING` : Prisma.empty;
+  const rows = await tx.$queryRaw<{ id: bigint }[]>`${RUN_INSERT} ${runColumns([run])} ${conflict} RETURNING id`;
+  return rows[0] ? Number(rows[0].id) : null;
 }
 
 export async function settleRun(
@@ -293,36 +320,38 @@ export async function skipQueuedRuns(tx: DbOrTx, scheduleId: number, reason: 'pa
   return count;
 }
 
-export async function countQueuedRuns(tx: DbOrTx, scheduleId: number): Promise<number> {
-  return tx.scheduleRun.count({ where: { scheduleId: BigInt(scheduleId), status: 'Queued' } });
+/** How many runs each schedule holds Queued. */
+export async function queuedRunCounts(tx: DbOrTx, scheduleIds: readonly number[]): Promise<Map<number, number>> {
+  const rows = await tx.$queryRaw<{ schedule_id: bigint; n: bigint }[]>`
+    SELECT schedule_id, count(*) AS n FROM schedule_runs
+    WHERE schedule_id = ANY(${scheduleIds.map((id) => BigInt(id))}::bigint[]) AND status = 'Queued' GROUP BY schedule_id`;
+  return new Map(rows.map((r) => [Number(r.schedule_id), Number(r.n)]));
 }
 
-export async function oldestQueuedRun(tx: DbOrTx, scheduleId: number): Promise<{ id: number; scheduledFor: Date } | null> {
-  const row = await tx.scheduleRun.findFirst({
-    where: { scheduleId: BigInt(scheduleId), status: 'Queued' },
-    orderBy: { id: 'asc' },
-    select: { id: true, scheduledFor: true },
-  });
-  return row ? { id: Number(row.id), scheduledFor: row.scheduledFor } : null;
+export async function oldestQueuedRun(tx: DbOrTx, scheduleId: number): Promise<number | null> {
+  const row = await tx.scheduleRun.findFirst({ where: { scheduleId: BigInt(scheduleId), status: 'Queued' }, orderBy: { id: 'asc' }, select: { id: true } });
+  return row ? Number(row.id) : null;
 }
 
-/** Active schedules holding Queued runs, oldest queued first. */
+/** Active schedules holding Queued runs and no unfinished pipeline (ready for promotion), oldest queued first. */
 export async function schedulesWithQueuedRuns(db: DbOrTx, limit: number): Promise<number[]> {
   const rows = await db.$queryRaw<{ schedule_id: bigint }[]>`
     SELECT r.schedule_id FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.status = 'Queued' AND s.status = 'Active'
+    WHERE r.status = 'Queued' AND s.status = 'Active' AND NOT EXISTS (
+      SELECT 1 FROM pipelines p WHERE p.schedule_id = r.schedule_id AND p.status NOT IN ('Completed', 'Failed', 'Cancelled'))
     GROUP BY r.schedule_id ORDER BY min(r.id) LIMIT ${limit}`;
   return rows.map((r) => Number(r.schedule_id));
 }
 
-/** Ids of the schedule's pipelines that are not terminal, oldest first (the overlap of §14.5). */
-export async function unfinishedPipelinesOfSchedule(tx: DbOrTx, scheduleId: number): Promise<number[]> {
-  const rows = await tx.pipeline.findMany({
-    where: { scheduleId: BigInt(scheduleId), status: { notIn: ['Completed', 'Failed', 'Cancelled'] } },
-    orderBy: { id: 'asc' },
-    select: { id: true },
-  });
-  return rows.map((r) => Number(r.id));
+/** Per schedule, the ids of its pipelines that are not terminal, oldest first (the overlap of §14.5). */
+export async function unfinishedPipelines(tx: DbOrTx, scheduleIds: readonly number[]): Promise<Map<number, number[]>> {
+  const byId = new Map<number, number[]>(scheduleIds.map((id) => [id, []]));
+  const rows = await tx.$queryRaw<{ id: bigint; schedule_id: bigint }[]>`
+    SELECT id, schedule_id FROM pipelines
+    WHERE schedule_id = ANY(${scheduleIds.map((id) => BigInt(id))}::bigint[]) AND status NOT IN ('Completed', 'Failed', 'Cancelled')
+    ORDER BY id`;
+  for (const r of rows) byId.get(Number(r.schedule_id))?.push(Number(r.id));
+  return byId;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { stageInputToString, type ScheduleRun, type ScheduleTriggerRequest } from '@po/contracts';
-import { inSavepoint, insertManualRun, insertPipeline, loadPipeline, loadRun, lockScheduleByName } from '@po/db';
+import { inSavepoint, insertPipeline, insertRun, loadPipeline, loadRun, lockScheduleByName } from '@po/db';
 import { NotFound, planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, type PipelineResponse } from '../pipelines/view.js';
@@ -31,7 +31,7 @@ export async function triggerSchedule(
     const schedule = await lockScheduleByName(tx, applicationId, name);
     if (!schedule) throw new NotFound(`Schedule "${name}" not found.`);
     if (schedule.status === 'Archived') throw new ScheduleArchived(schedule.name);
-    const definition = definitionWithInput(schedule.definition as PipelineDefinitionInput, body.input);
+    const definition = definitionWithInput(schedule.definition as unknown as PipelineDefinitionInput, body.input);
     const planned = planPipeline(definition, { applicationId, scheduleId: schedule.id });
     const created = planned.ok
       ? await inSavepoint(tx, () => insertPipeline(tx, planned.pipeline, now))
@@ -39,13 +39,17 @@ export async function triggerSchedule(
     const run = {
       scheduleId: schedule.id,
       applicationId,
+      trigger: 'Manual' as const,
       scheduledFor: now,
-      now,
+      tick: null,
+      createdAt: now,
       ...(created.ok
         ? { status: 'Created' as const, pipelineId: created.value, reason: null }
         : { status: 'Failed' as const, pipelineId: null, reason: `creation_failed: ${errorText(created.error)}` }),
     };
-    return { runId: await insertManualRun(tx, run), pipelineId: run.pipelineId, error: created.ok ? null : created.error };
+    const runId = await insertRun(tx, run);
+    if (runId === null) throw new Error('the manual run was not recorded');
+    return { runId, pipelineId: run.pipelineId, error: created.ok ? null : created.error };
   });
   if (outcome.pipelineId === null) throw new Error(`manual run ${outcome.runId} of schedule "${name}" failed`, { cause: outcome.error });
   await announce(deps, { type: 'pipeline.created', applicationId, pipelineId: outcome.pipelineId });

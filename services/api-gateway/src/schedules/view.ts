@@ -21,7 +21,7 @@ export function scheduleResponse(s: ScheduleRecord, runsNewestFirst: readonly Sc
     timeZone: s.timeZone,
     intervalSeconds: s.kind === 'Interval' ? s.intervalSeconds : null,
     runAt: s.kind === 'Once' ? iso(s.runAt) : null,
-    definition: s.definition as Schedule['definition'],
+    definition: s.definition as unknown as Schedule['definition'],
     definitionVersion: s.definitionVersion,
     overlapPolicy: s.overlapPolicy as Schedule['overlapPolicy'],
     catchupPolicy: s.catchupPolicy as Schedule['catchupPolicy'],

@@ -1,86 +1,110 @@
 import {
   cancelPipelineInTransaction,
-  claimTick,
-  countQueuedRuns,
   inSavepoint,
   insertPipeline,
+  insertRun,
   oldestQueuedRun,
   settleRun,
-  unfinishedPipelinesOfSchedule,
   type DbOrTx,
+  type NewRun,
   type ScheduleRecord,
+  type ScheduleRunStatus,
 } from '@po/db';
 import { decideOverlap, planPipeline, type OverlapPolicy, type PipelineDefinitionInput } from '@po/domain';
 import type { Announcement } from './deps.js';
 
-/** Writes of one schedule's transaction, and the events to publish once it commits. */
+/**
+ * One schedule inside a fire transaction. `open` (its unfinished pipelines) and `queued` (its
+ * Queued runs) are read once per transaction and kept current as ticks create, cancel and queue.
+ */
 export interface FireContext {
   tx: DbOrTx;
   schedule: ScheduleRecord;
   now: Date;
+  /**
+   * Guarded mode claims each tick before acting (a tick that already has a run is not fired
+   * again) and creates pipelines under a savepoint, so a failed creation becomes a Failed run.
+   * The fast mode collects the runs for one insert at the end; any failure rolls the batch back
+   * and the pass retries its schedules one by one in guarded mode.
+   */
+  guarded: boolean;
+  open: number[];
+  queued: number;
+  /** Runs to insert at the end of the transaction (fast mode). */
+  runs: NewRun[];
   announcements: Announcement[];
 }
 
 type Creation = { ok: true; pipelineId: number } | { ok: false; reason: string };
 
+const firstLine = (err: unknown): string => (err instanceof Error ? (err.message.split('\n')[0] ?? 'error') : 'unknown error');
+
 /**
  * Creates the schedule's pipeline through the one creation path of the product (planPipeline +
- * insertPipeline, due for dispatch at once). Under a savepoint: a failure rolls back only the
- * pipeline, and the run records it as Failed.
+ * insertPipeline, due for dispatch at once; pipeline.created is published after commit).
  */
 async function createPipeline(ctx: FireContext): Promise<Creation> {
-  const { schedule } = ctx;
-  const planned = planPipeline(schedule.definition as PipelineDefinitionInput, { applicationId: schedule.applicationId, scheduleId: schedule.id });
+  const { schedule, tx, now } = ctx;
+  const planned = planPipeline(schedule.definition as unknown as PipelineDefinitionInput, { applicationId: schedule.applicationId, scheduleId: schedule.id });
   if (!planned.ok) return { ok: false, reason: `creation_failed: ${planned.errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
-  const created = await inSavepoint(ctx.tx, () => insertPipeline(ctx.tx, planned.pipeline, ctx.now));
-  if (!created.ok) return { ok: false, reason: `creation_failed: ${created.error instanceof Error ? created.error.message.split('\n')[0] : 'unknown error'}` };
-  ctx.announcements.push({ type: 'pipeline.created', applicationId: schedule.applicationId, pipelineId: created.value });
-  return { ok: true, pipelineId: created.value };
-}
-
-async function createAndSettle(ctx: FireContext, runId: number, reason: string | null): Promise<'created' | 'failed'> {
-  const creation = await createPipeline(ctx);
-  if (creation.ok) {
-    await settleRun(ctx.tx, runId, { status: 'Created', pipelineId: creation.pipelineId, reason });
-    return 'created';
+  let pipelineId: number;
+  if (ctx.guarded) {
+    const created = await inSavepoint(tx, () => insertPipeline(tx, planned.pipeline, now));
+    if (!created.ok) return { ok: false, reason: `creation_failed: ${firstLine(created.error)}` };
+    pipelineId = created.value;
+  } else {
+    pipelineId = await insertPipeline(tx, planned.pipeline, now);
   }
-  await settleRun(ctx.tx, runId, { status: 'Failed', pipelineId: null, reason: creation.reason });
-  return 'failed';
+  ctx.open.push(pipelineId);
+  ctx.announcements.push({ type: 'pipeline.created', applicationId: schedule.applicationId, pipelineId });
+  return { ok: true, pipelineId };
 }
 
 export type TickOutcome = 'created' | 'failed' | 'skipped' | 'queued' | 'already_fired';
 
 /**
- * Fires one planned tick (addendum §14.5): claims it (a tick that already has a run is never
- * fired again), then applies the overlap policy. The schedule overlaps while any pipeline of an
- * earlier run, whatever its trigger, is not terminal.
+ * Fires one planned tick (addendum §14.5). The schedule overlaps while any pipeline of an earlier
+ * run, whatever its trigger, is not terminal: Skip records a Skipped run, Queue a Queued one (up
+ * to catchupMax, then Skipped queue_full), Replace cancels every unfinished pipeline as POST
+ * cancel does and then creates, Allow creates.
  */
 export async function fireTick(ctx: FireContext, tick: Date, trigger: 'Scheduled' | 'Catchup'): Promise<TickOutcome> {
   const { tx, schedule, now } = ctx;
-  const runId = await claimTick(tx, { scheduleId: schedule.id, applicationId: schedule.applicationId, trigger, tick, now });
-  if (runId === null) return 'already_fired';
-  const open = await unfinishedPipelinesOfSchedule(tx, schedule.id);
-  const policy = schedule.overlapPolicy as OverlapPolicy;
-  const queued = open.length > 0 && policy === 'Queue' ? await countQueuedRuns(tx, schedule.id) : 0;
-  const decision = decideOverlap(policy, open.length > 0, queued, schedule.catchupMax);
+  const base = { scheduleId: schedule.id, applicationId: schedule.applicationId, trigger, scheduledFor: tick, tick, createdAt: now };
+  let claimed: number | null = null;
+  if (ctx.guarded) {
+    claimed = await insertRun(tx, { ...base, status: 'Created', pipelineId: null, reason: null }, { skipIfFired: true });
+    if (claimed === null) return 'already_fired';
+  }
+  const record = async (status: ScheduleRunStatus, pipelineId: number | null, reason: string | null) => {
+    if (claimed !== null) await settleRun(tx, claimed, { status, pipelineId, reason });
+    else ctx.runs.push({ ...base, status, pipelineId, reason });
+  };
+  const createAndRecord = async (reason: string | null): Promise<TickOutcome> => {
+    const creation = await createPipeline(ctx);
+    await (creation.ok ? record('Created', creation.pipelineId, reason) : record('Failed', null, creation.reason));
+    return creation.ok ? 'created' : 'failed';
+  };
+
+  const decision = decideOverlap(schedule.overlapPolicy as OverlapPolicy, ctx.open.length > 0, ctx.queued, schedule.catchupMax);
   switch (decision.action) {
     case 'skip':
-      await settleRun(tx, runId, { status: 'Skipped', pipelineId: null, reason: decision.reason });
+      await record('Skipped', null, decision.reason);
       return 'skipped';
     case 'queue':
-      await settleRun(tx, runId, { status: 'Queued', pipelineId: null, reason: decision.reason });
+      ctx.queued += 1;
+      await record('Queued', null, decision.reason);
       return 'queued';
     case 'create':
-      return createAndSettle(ctx, runId, null);
+      return createAndRecord(null);
     case 'replace': {
-      let newestCancelled: number | null = null;
-      for (const pipelineId of open) {
-        if (await cancelPipelineInTransaction(tx, pipelineId, now)) {
-          newestCancelled = pipelineId;
-          ctx.announcements.push({ type: 'pipeline.cancelled', applicationId: schedule.applicationId, pipelineId });
-        }
+      let newest: number | null = null;
+      for (const pipelineId of ctx.open.splice(0)) {
+        if (!(await cancelPipelineInTransaction(tx, pipelineId, now))) continue;
+        newest = pipelineId;
+        ctx.announcements.push({ type: 'pipeline.cancelled', applicationId: schedule.applicationId, pipelineId });
       }
-      return createAndSettle(ctx, runId, newestCancelled === null ? null : `replaced:${newestCancelled}`);
+      return createAndRecord(newest === null ? null : `replaced:${newest}`);
     }
   }
 }
@@ -90,9 +114,14 @@ export async function fireTick(ctx: FireContext, tick: Date, trigger: 'Scheduled
  * gets its pipeline and becomes Created. One at a time: its pipeline is the new overlap.
  */
 export async function promoteQueuedRun(ctx: FireContext): Promise<boolean> {
-  const run = await oldestQueuedRun(ctx.tx, ctx.schedule.id);
-  if (!run) return false;
-  if ((await unfinishedPipelinesOfSchedule(ctx.tx, ctx.schedule.id)).length > 0) return false;
-  await createAndSettle(ctx, run.id, null);
+  if (ctx.open.length > 0) return false;
+  const runId = await oldestQueuedRun(ctx.tx, ctx.schedule.id);
+  if (runId === null) return false;
+  const creation = await createPipeline(ctx);
+  await settleRun(
+    ctx.tx,
+    runId,
+    creation.ok ? { status: 'Created', pipelineId: creation.pipelineId, reason: null } : { status: 'Failed', pipelineId: null, reason: creation.reason },
+  );
   return true;
 }

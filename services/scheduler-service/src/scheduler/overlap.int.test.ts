@@ -190,4 +190,35 @@ describe('creation failure', () => {
     expect(run!.reason).toMatch(/^creation_failed: /);
     expect((await h.schedule(s.id)).nextTickAt).toEqual(new Date(s.nextTickAt!.getTime() + MINUTE));
   });
+
+  it('a pipeline the database refuses fails only its own run, not the others of the batch', async () => {
+    const good = await every('Allow');
+    const bad = await every('Allow');
+    // Passes the creation rules of planPipeline but not the column width of stages.name.
+    await h.db.schedule.update({ where: { id: BigInt(bad.id) }, data: { definition: { name: 'x', stages: [{ stageName: 'n'.repeat(300), stageHandlerName: 'h' }] } } });
+    h.advance(MINUTE);
+    const summary = await h.pass();
+    expect(summary.failed).toBe(0);
+    expect((await h.runs(good.id)).map((r) => r.status)).toEqual(['Created']);
+    const [run] = await h.runs(bad.id);
+    expect(run).toMatchObject({ status: 'Failed', pipelineId: null });
+    expect(run!.reason).toMatch(/^creation_failed: /);
+    expect(await h.db.pipeline.count({ where: { scheduleId: BigInt(bad.id) } })).toBe(0);
+    expect(h.logLines.some((l) => l.includes('a fire batch failed'))).toBe(true);
+  });
+});
+
+describe('a tick fires at most once', () => {
+  it('a tick that already has a run is not fired again, and the plan moves on', async () => {
+    const s = await every('Allow');
+    await h.db.scheduleRun.create({
+      data: { scheduleId: BigInt(s.id), applicationId: h.applicationId, trigger: 'Scheduled', status: 'Skipped', scheduledFor: s.nextTickAt!, tick: s.nextTickAt!, reason: 'overlap' },
+    });
+    h.advance(MINUTE);
+    const summary = await h.pass();
+    expect(summary.ticks.already_fired).toBe(1);
+    expect((await h.runs(s.id)).map((r) => r.status)).toEqual(['Skipped']);
+    expect(await h.db.pipeline.count({ where: { scheduleId: BigInt(s.id) } })).toBe(0);
+    expect((await h.schedule(s.id)).nextTickAt).toEqual(new Date(s.nextTickAt!.getTime() + MINUTE));
+  });
 });

@@ -1,6 +1,6 @@
 import type { TickOutcome } from './create-run.js';
 import type { SchedulerDeps } from './deps.js';
-import { fireNextDueSchedule, promoteQueuedRuns } from './fire.js';
+import { FireFailed, fireDueSchedules, promoteQueuedRuns, type FireResult } from './fire.js';
 
 export interface PassSummary {
   /** Schedules handled. */
@@ -11,16 +11,25 @@ export interface PassSummary {
   missed: number;
   /** Queued runs that got their pipeline. */
   promoted: number;
-  /** Schedules whose transaction failed; retried on the next pass. */
+  /** Schedules whose own (guarded) transaction failed; retried on the next pass. */
   failed: number;
+}
+
+export interface PassOptions {
+  /** Transactions at once (SCHEDULER_CONCURRENCY). */
+  concurrency?: number;
+  /** Schedules per transaction. */
+  batchSize?: number;
 }
 
 /**
  * One scheduler pass at `deps.clock()`: promotes Queued runs whose schedule is free, then fires
- * every due schedule, `concurrency` schedules at a time, each in its own transaction. Tests drive
- * the scheduler through this function with a fake clock.
+ * every due schedule, `batchSize` schedules per transaction and `concurrency` transactions at
+ * once. A batch that fails is rolled back and its schedules are retried one by one in guarded
+ * mode (claim first, savepoints), so a schedule that keeps failing is isolated and left for the
+ * next pass instead of holding up the others. Tests drive the scheduler through this function.
  */
-export async function runDuePass(deps: SchedulerDeps, options: { concurrency?: number } = {}): Promise<PassSummary> {
+export async function runDuePass(deps: SchedulerDeps, options: PassOptions = {}): Promise<PassSummary> {
   const summary: PassSummary = {
     schedules: 0,
     ticks: { created: 0, failed: 0, skipped: 0, queued: 0, already_fired: 0 },
@@ -28,23 +37,32 @@ export async function runDuePass(deps: SchedulerDeps, options: { concurrency?: n
     promoted: await promoteQueuedRuns(deps),
     failed: 0,
   };
-  // A schedule whose transaction fails is left alone for the rest of this pass, so it cannot
-  // hold up the schedules due after it.
+  const tally = (results: FireResult[] | null) => {
+    for (const result of results ?? []) {
+      summary.schedules += 1;
+      summary.missed += result.missed;
+      for (const outcome of result.outcomes) summary.ticks[outcome] += 1;
+    }
+    return results !== null;
+  };
   const exclude = new Set<number>();
   const worker = async (): Promise<void> => {
     for (;;) {
       try {
-        const result = await fireNextDueSchedule(deps, exclude);
-        if (result === null) return;
-        summary.schedules += 1;
-        summary.missed += result.missed;
-        for (const outcome of result.outcomes) summary.ticks[outcome] += 1;
+        if (!tally(await fireDueSchedules(deps, { limit: options.batchSize ?? 50, guarded: false, exclude }))) return;
       } catch (err) {
-        summary.failed += 1;
-        const scheduleId = (err as { scheduleId?: number | null }).scheduleId;
-        deps.logger.error({ err, scheduleId }, 'firing a schedule failed; retried next pass');
-        if (scheduleId === null || scheduleId === undefined) return;
-        exclude.add(scheduleId);
+        const ids = err instanceof FireFailed ? err.scheduleIds : [];
+        deps.logger.warn({ err, scheduleIds: ids }, 'a fire batch failed; retrying its schedules one by one');
+        if (ids.length === 0) return;
+        for (const id of ids) {
+          try {
+            tally(await fireDueSchedules(deps, { limit: 1, guarded: true, only: [id] }));
+          } catch (retryErr) {
+            summary.failed += 1;
+            exclude.add(id);
+            deps.logger.error({ err: retryErr, scheduleId: id }, 'firing a schedule failed; retried next pass');
+          }
+        }
       }
     }
   };
