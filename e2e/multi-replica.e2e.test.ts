@@ -113,7 +113,7 @@ describe.skipIf(!nginxAvailability.nginx)('two worker-gateway replicas behind ng
     workers = await Promise.all(
       Array.from({ length: WORKERS }, async (_, i) => {
         const r = await post(sticky, '/workers/bootstrap', { instanceId: `mr-${i}`, handlers: [...HANDLERS] }, { 'x-api-key': key });
-        expect(r.status).toBe(200);
+        expect(r.status, `bootstrap via ${upstream(r)}: ${JSON.stringify(r.body)}`).toBe(200);
         const queues = Object.fromEntries(HANDLERS.map((h, j) => [h, r.body.queues[j]])) as Record<Handler, string>;
         expect(queues.sticky).toBe(`app_${app.applicationId}_sticky_StageNext`);
         return { instanceId: `mr-${i}`, workerId: r.body.workerId, session: r.body.sessionToken, queues };
@@ -128,9 +128,17 @@ describe.skipIf(!nginxAvailability.nginx)('two worker-gateway replicas behind ng
     await cluster?.stop();
   });
 
-  it(`uses the chart's rule: consistent hashing on the session header (${routing.sticky}, ${routing.hashBy})`, () => {
+  it(`uses the chart's rule (${routing.sticky}, ${routing.hashBy}) and its routing table under one base URL`, async () => {
     expect(sticky.config).toContain(routing.hashOn ? `hash ${routing.hashOn} consistent;` : 'round robin');
     expect(roundRobin.config).not.toContain('hash ');
+    const api = new URL(cluster.apiUrl).host;
+    const reads = await Promise.all(['/workers', '/pipelines/999999', '/version'].map((path) => call(sticky.url, 'GET', path, { headers: { 'x-api-key': key } })));
+    for (const r of reads) expect(upstream(r)).toBe(api);
+    const resume = await post(sticky, '/stages/999999/resume', { approved: true }, { 'x-api-key': key });
+    expect(upstream(resume)).toBe(api);
+    const heartbeat = await post(sticky, '/workers/heartbeat', { workerId: workers[0]!.workerId }, headers(workers[0]!));
+    expect(heartbeat.status).toBe(200);
+    expect(upstream(heartbeat)).not.toBe(api);
   });
 
   it(`${WORKERS} workers each pull then ack through nginx: zero 404s, both replicas serving`, async () => {
@@ -180,7 +188,7 @@ describe.skipIf(!nginxAvailability.nginx)('two worker-gateway replicas behind ng
       }),
     );
     const notFound = outcomes.filter((status) => status === 404).length;
-    console.log(`[multi-replica] no session header on pull/ack: ${notFound} of ${WORKERS} acks answered 404 (nginx hashes an empty key round robin)`);
+    console.log(`[multi-replica] no session header on pull/ack: ${notFound} of ${WORKERS} acks answered 404 (nginx falls back to round robin on an empty hash key)`);
     expect(notFound).toBeGreaterThanOrEqual(10);
   });
 

@@ -8,7 +8,7 @@
 //      migration hook, the routing table of the one base URL, the sticky rule of each mode;
 //   4. bad values fail at render time (values.schema.json and the chart's own checks).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
@@ -237,6 +237,11 @@ function gatewayRoute(docs, path) {
 const ROUTES = {
   '/workers/bootstrap': 'worker-gateway',
   '/workers/heartbeat': 'worker-gateway',
+  '/workers/events': 'worker-gateway',
+  '/workers/shutdown': 'worker-gateway',
+  '/workers': 'api-gateway',
+  '/workers/5f0c2a9e-0d7b-4c1e-9a53-2a4d1c7e9b10/events': 'api-gateway',
+  '/openapi.json': 'api-gateway',
   '/jobs/pull': 'worker-gateway',
   '/jobs/ack': 'worker-gateway',
   '/stages/17/lease/acquire': 'worker-gateway',
@@ -261,7 +266,7 @@ function checkFacts(set, values, { docs, text, notes }) {
   check(set, !/\b(postgres(ql)?|rediss?):\/\//i.test(text), 'a connection URL appears in the rendered manifests');
   const configMap = named(docs, 'ConfigMap', `${RELEASE}-pipeline-orchestration-config`);
   check(set, configMap, 'no ConfigMap of settings');
-  for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS']) {
+  for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS', 'DATABASE_POOL_MAX']) {
     check(set, typeof configMap?.data?.[key] === 'string' && /^\d+$/.test(configMap.data[key]), `ConfigMap lacks ${key} as a plain integer (got ${configMap?.data?.[key]})`);
   }
   for (const key of Object.keys(configMap?.data ?? {})) check(set, !/URL|PASSWORD|SECRET|TOKEN|CONNECTION_STRING/.test(key), `ConfigMap holds ${key}`);
@@ -367,6 +372,18 @@ if (rendered.default) {
   const broken = typecheck(rendered);
   const total = Object.values(rendered).reduce((n, r) => n + r.docs.length, 0);
   console.log(`  schemas: ${total} documents typechecked (tsc, kubernetes-types ${KUBE_VERSION}); ${broken} broken documents rejected as expected`);
+}
+
+// Settings the services read that the chart's config does not carry (they still work through
+// services.*.extraEnv): reported, not failed, so a new setting does not break everyone's build.
+{
+  const chartValues = parseAllDocuments(readFileSync(join(CHART, 'values.yaml'), 'utf8'))[0].toJS();
+  const notConfig = new Set(['HOST', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'WORKER_BROKER_CONNECTION_STRING', 'APP_VERSION', 'GIT_COMMIT', 'BUILT_AT']);
+  const sources = [join(ROOT, 'libs', 'config', 'src', 'common.ts'), ...SERVICES.map((s) => join(ROOT, 'services', s, 'src', 'config.ts'))];
+  const read = new Set(sources.flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/\.(?:int|str|bool|url|oneOf)\('([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1])));
+  const settings = [...read].filter((name) => !notConfig.has(name));
+  const missing = settings.filter((name) => !(name in chartValues.config));
+  console.log(missing.length ? `  WARNING: settings read by the services but not in the chart's config: ${missing.join(', ')} (add them to values.yaml and values.schema.json)` : `  config: all ${settings.length} settings the services read are in the chart's values`);
 }
 
 let shown = false;

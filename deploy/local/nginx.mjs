@@ -15,8 +15,8 @@ import { ROOT } from './stack.mjs';
 
 export const CHART_VALUES = join(ROOT, 'helm', 'pipeline-orchestration', 'values.yaml');
 
-/** Paths the chart's Ingress sends to the worker-gateway (ingress-nginx regex locations). */
-export const WORKER_LOCATIONS = ['^/workers/', '^/jobs/', '^/stages/[0-9]+/lease/', '^/stages/[0-9]+/result$'];
+/** Paths the chart's Ingress sends to the worker-gateway (ingress-nginx regex locations); the rest go to the api-gateway. */
+export const WORKER_LOCATIONS = ['^/workers/(bootstrap|heartbeat|events|shutdown)$', '^/jobs/', '^/stages/[0-9]+/lease/', '^/stages/[0-9]+/result$'];
 
 /** The nginx binary on PATH or in /usr/sbin, or null. */
 export function findNginx() {
@@ -158,8 +158,8 @@ export async function startNginxFront({ apiUrl, apiUrls = apiUrl ? [apiUrl] : []
   chmodSync(prefix, 0o755); // nginx's workers may run as nobody when we are root
   const conf = join(prefix, 'nginx.conf');
   writeFileSync(conf, nginxConfig({ apiUrls, workerUrls, port: listen, hashOn, prefix }));
-  execFileSync(nginx, ['-t', '-q', '-p', prefix, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const child = spawn(nginx, ['-p', prefix, '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(nginx, ['-t', '-q', '-e', 'stderr', '-p', prefix, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(nginx, ['-e', 'stderr', '-p', prefix, '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const output = [];
   for (const stream of [child.stdout, child.stderr]) stream.on('data', (d) => output.push(String(d)));
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));

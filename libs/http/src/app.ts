@@ -2,9 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type { ParameterizedContext } from 'koa';
 import { DomainError, NotFound, type ErrorCode, type FieldError } from '@po/domain';
-import type { Logger } from '@po/telemetry';
+import { httpRequestDuration, tracingEnabled, withSpan, type Logger } from '@po/telemetry';
 import { toProblem } from './problem.js';
 import type { Router } from './router.js';
+import { endServerSpan, startServerSpan } from './tracing.js';
 
 export interface AppState {
   /** Correlation id: the trace-id of an incoming traceparent, otherwise generated (addendum §3). */
@@ -38,21 +39,27 @@ export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState
 
   app.use(async (ctx, next) => {
     const started = performance.now();
-    ctx.state.traceId = incomingTraceId(ctx.get('traceparent') || undefined);
     ctx.state.params = {};
+    // With tracing on, the request's SERVER span decides the traceId; off, nothing is allocated for it.
+    const span = tracingEnabled() ? startServerSpan(ctx) : undefined;
+    ctx.state.traceId = span ? span.spanContext().traceId : incomingTraceId(ctx.get('traceparent') || undefined);
     try {
-      await next();
+      await (span ? withSpan(span, next) : next());
     } catch (err) {
       writeProblem(ctx, err, logger);
     }
     const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+    const elapsedMs = performance.now() - started;
+    httpRequestDuration().labels(ctx.method, route, String(ctx.status)).observe(elapsedMs / 1000);
+    if (span) endServerSpan(span, ctx, route);
     logger.info(
       {
         method: ctx.method,
         route,
         status: ctx.status,
-        durationMs: Math.round((performance.now() - started) * 10) / 10,
+        durationMs: Math.round(elapsedMs * 10) / 10,
         traceId: ctx.state.traceId,
+        spanId: span?.spanContext().spanId,
         applicationId: ctx.state.applicationId,
       },
       'request',

@@ -19,6 +19,12 @@ export {
   type StageNextPublisher,
 } from './stage-next.js';
 export {
+  createStageNextQueueStats,
+  type StageNextQueueSample,
+  type StageNextQueueStats,
+  type StageNextQueueStatsOptions,
+} from './stage-next-stats.js';
+export {
   STAGE_RESULTS_QUEUE,
   createStageResultsConsumer,
   createStageResultsProducer,

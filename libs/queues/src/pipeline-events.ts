@@ -25,6 +25,8 @@ export interface PipelineEvent {
   stageIds?: number[];
   approved?: boolean;
   at: string;
+  /** W3C traceparent of the span that caused the event (creation, an applied result): the dispatch span links to it. */
+  traceparent?: string;
 }
 
 export const pipelineEventSchema = {
@@ -38,6 +40,7 @@ export const pipelineEventSchema = {
     stageIds: { type: 'array', items: { type: 'integer', minimum: 1 } },
     approved: { type: 'boolean' },
     at: { type: 'string', format: 'date-time' },
+    traceparent: { type: 'string', maxLength: 256 },
   },
 } as const;
 

@@ -21,7 +21,11 @@ export interface StageNextPublisher {
   close(): Promise<void>;
 }
 
-export function createStageNextPublisher(connection: Redis, prefix: string): StageNextPublisher {
+export function createStageNextPublisher(
+  connection: Redis,
+  prefix: string,
+  options: { onPublished?: (queue: string) => void } = {},
+): StageNextPublisher {
   const queues = new Map<string, Queue>();
   const queueFor = (name: string): Queue => {
     let queue = queues.get(name);
@@ -36,6 +40,7 @@ export function createStageNextPublisher(connection: Redis, prefix: string): Sta
       if (messages.length === 0) return;
       await queueFor(name).addBulk(messages.map((m) => ({ name: 'stage', data: m, opts: { jobId: m.executionId } })));
       await connection.publish(stageNextWakeChannel(prefix), name);
+      options.onPublished?.(name);
     },
     async close() {
       await Promise.all([...queues.values()].map((q) => q.close()));

@@ -11,6 +11,8 @@ export interface StageResultMessage {
   workerId: string;
   receivedAt: string;
   result: StageResultSubmit;
+  /** W3C traceparent of the worker-gateway's result span: the apply span is its child. */
+  traceparent?: string;
 }
 
 export const stageResultMessageSchema = {
@@ -22,6 +24,7 @@ export const stageResultMessageSchema = {
     stageId: { type: 'integer', minimum: 1 },
     workerId: { type: 'string', minLength: 1 },
     receivedAt: { type: 'string' },
+    traceparent: { type: 'string', maxLength: 256 },
     result: {
       type: 'object',
       required: ['stageId', 'executionId', 'attempt'],

@@ -1,1 +1,58 @@
 export { createLogger, type Logger } from './logger.js';
+export { startTelemetry } from './setup.js';
+export { MAX_SENSITIVE_VALUES, MIN_SENSITIVE_CHARS, forgetSensitive, redactLine, rememberSensitive, rememberSensitiveItems } from './redaction.js';
+export * from './attributes.js';
+export { formatTraceparent, isSpanId, isTraceId, otelTraceId, parseTraceparent, type TraceparentParts } from './trace-ids.js';
+export { tracingSettings, type TracingSettings, type TraceExporterName, type SamplerName } from './settings.js';
+export {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  activeContext,
+  activeSpan,
+  contextFromTraceparent,
+  linksTo,
+  markFailed,
+  shutdownTracing,
+  stageContext,
+  stageParent,
+  stageTraceparent,
+  startSpan,
+  startTracing,
+  traceparentOf,
+  tracingEnabled,
+  withSpan,
+  type Context,
+  type Span,
+  type SpanOptions,
+} from './tracing.js';
+export type { SpanLine } from './file-exporter.js';
+export { recordStageSpan, startPipelineSpan } from './pipeline-spans.js';
+export {
+  LabelCap,
+  OTHER_LABEL,
+  dispatchLatency,
+  enableProcessMetrics,
+  errorCodeLabels,
+  handlerLabels,
+  httpRequestDuration,
+  leaseDecisions,
+  metricsRegistry,
+  metricsText,
+  observeDeliveriesInflight,
+  observeStageNextQueues,
+  observeWorkers,
+  pullWait,
+  queueLabels,
+  resultsAccepted,
+  resultsApplied,
+  resultsFenced,
+  retriesScheduled,
+  scheduleRuns,
+  scheduleTickLag,
+  stageOutcomes,
+  stagesDispatched,
+  visibilityRequeues,
+  type QueueSample,
+  type WorkerSample,
+} from './metrics.js';

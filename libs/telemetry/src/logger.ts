@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { redactLine } from './redaction.js';
 
 export type { Logger };
 
@@ -16,7 +17,11 @@ const REDACT_PATHS = [
   '*.token',
 ];
 
-/** Structured JSON logs on stdout, one object per line, with the service name on every line. */
+/**
+ * Structured JSON logs on stdout, one object per line, with the service name on every line.
+ * Credential paths are removed by pino; every finished line then passes `redactLine`, which
+ * censors API keys, session tokens and remembered sensitive context values (redaction.ts).
+ */
 export function createLogger(options: {
   service: string;
   level?: string;
@@ -29,6 +34,7 @@ export function createLogger(options: {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      hooks: { streamWrite: redactLine },
     },
     options.destination ?? pino.destination({ sync: true }),
   );

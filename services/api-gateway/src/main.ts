@@ -1,8 +1,9 @@
+import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
-import { createLogger } from '@po/telemetry';
+import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 
@@ -25,4 +26,5 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['event producer', () => events.close()],
   ['redis', async () => void (await redis.quit())],
   ['postgres', () => db.$disconnect()],
+  ['telemetry', () => shutdownTracing()],
 ]);

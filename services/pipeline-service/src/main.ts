@@ -1,8 +1,16 @@
+import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
-import { createPipelineEventsConsumer, createPipelineEventsProducer, createRedis, createStageNextPublisher, pingRedis } from '@po/queues';
-import { createLogger } from '@po/telemetry';
+import {
+  createPipelineEventsConsumer,
+  createPipelineEventsProducer,
+  createRedis,
+  createStageNextPublisher,
+  createStageNextQueueStats,
+  pingRedis,
+} from '@po/queues';
+import { createLogger, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { DispatcherDeps } from './dispatcher/deps.js';
@@ -14,10 +22,13 @@ const logger = createLogger({ service: 'pipeline-service', level: config.logLeve
 const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.eventConcurrency + 4) });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
+// GET /metrics reads depth and oldest age of the StageNext queues this process published to recently.
+const queueStats = createStageNextQueueStats(producerRedis, config.queuePrefix);
+observeStageNextQueues(() => queueStats.read());
 
 const deps: DispatcherDeps = {
   db,
-  publisher: createStageNextPublisher(producerRedis, config.queuePrefix),
+  publisher: createStageNextPublisher(producerRedis, config.queuePrefix, { onPublished: (queue) => queueStats.note(queue) }),
   events: createPipelineEventsProducer(producerRedis, config.queuePrefix),
   logger,
   clock: () => new Date(),
@@ -38,7 +49,8 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['event consumer', () => consumer.close()],
   ['sweeper', () => sweeper.stop()],
-  ['producers', async () => Promise.all([deps.publisher.close(), deps.events.close()])],
+  ['producers', async () => Promise.all([deps.publisher.close(), deps.events.close(), queueStats.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
+  ['telemetry', () => shutdownTracing()],
 ]);

@@ -1,8 +1,9 @@
+import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, createStageResultsConsumer, pingRedis } from '@po/queues';
-import { createLogger } from '@po/telemetry';
+import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { applyResult, type ConsumerDeps } from './consumer/apply-result.js';
@@ -35,4 +36,5 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['event producer', () => deps.events.close()],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
+  ['telemetry', () => shutdownTracing()],
 ]);

@@ -1,8 +1,9 @@
+import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
-import { createLogger } from '@po/telemetry';
+import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { Deliveries } from './deliveries/deliveries.js';
@@ -36,4 +37,5 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['result producer', () => deps.results.close()],
   ['redis', async () => Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()])],
   ['postgres', () => db.$disconnect()],
+  ['telemetry', () => shutdownTracing()],
 ]);

@@ -20,19 +20,23 @@ export interface DispatchPipelineRow {
   status: PipelineStatus;
   dispatched: boolean;
   traceId: string;
+  /** When the pending pass was first requested (the ready moment, for the dispatch-latency metric). */
+  dispatchRequestedAt: Date | null;
 }
 
 /** Locks the pipeline for a pass; with skipLocked, returns null when another pass holds it. */
 export async function lockPipelineForDispatch(tx: DbOrTx, pipelineId: number, skipLocked: boolean): Promise<DispatchPipelineRow | null> {
   const rows = skipLocked
     ? await tx.$queryRaw<RawPipeline[]>`
-        SELECT id, application_id, status::text AS status, dispatched, trace_id FROM pipelines
+        SELECT id, application_id, status::text AS status, dispatched, trace_id, dispatch_requested_at FROM pipelines
         WHERE id = ${BigInt(pipelineId)} FOR UPDATE SKIP LOCKED`
     : await tx.$queryRaw<RawPipeline[]>`
-        SELECT id, application_id, status::text AS status, dispatched, trace_id FROM pipelines
+        SELECT id, application_id, status::text AS status, dispatched, trace_id, dispatch_requested_at FROM pipelines
         WHERE id = ${BigInt(pipelineId)} FOR UPDATE`;
   const r = rows[0];
-  return r ? { id: Number(r.id), applicationId: r.application_id, status: r.status, dispatched: r.dispatched, traceId: r.trace_id } : null;
+  return r
+    ? { id: Number(r.id), applicationId: r.application_id, status: r.status, dispatched: r.dispatched, traceId: r.trace_id, dispatchRequestedAt: r.dispatch_requested_at }
+    : null;
 }
 interface RawPipeline {
   id: bigint;
@@ -40,6 +44,7 @@ interface RawPipeline {
   status: PipelineStatus;
   dispatched: boolean;
   trace_id: string;
+  dispatch_requested_at: Date | null;
 }
 
 export interface DispatchStageRow {

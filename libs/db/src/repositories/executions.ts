@@ -5,6 +5,8 @@ const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
 
 export interface ExecutionState {
   pipelineStatus: PipelineStatus;
+  /** The pipeline's traceId (tracing: the trace every hop of the stage joins). */
+  pipelineTraceId: string;
   stage: {
     id: number;
     pipelineId: number;
@@ -16,6 +18,9 @@ export interface ExecutionState {
     options: StageOptions;
     currentExecutionId: string | null;
     startedAt: Date | null;
+    handlerName: string;
+    /** The stage's span id, fixed at creation. */
+    spanId: string;
   };
   /** The execution named by the caller, when it exists for this stage. */
   execution: null | {
@@ -40,7 +45,10 @@ interface RawStage {
   options: StageOptions;
   current_execution_id: string | null;
   started_at: Date | null;
+  handler_name: string;
+  span_id: string;
   pipeline_status: PipelineStatus;
+  trace_id: string;
 }
 
 interface RawExecution {
@@ -72,7 +80,7 @@ export async function lockExecutionState(
   const rows = await tx.$queryRaw<RawStage[]>`
     SELECT s.id, s.pipeline_id, s.application_id, s.status::text AS status, s.attempt, s.retry_attempt,
            s.failure_count, s.options, s.current_execution_id::text AS current_execution_id, s.started_at,
-           p.status::text AS pipeline_status
+           s.handler_name, s.span_id, p.status::text AS pipeline_status, p.trace_id
     FROM stages s JOIN pipelines p ON p.id = s.pipeline_id
     WHERE s.id = ${sid} FOR UPDATE OF s`;
   // A separate statement, after the lock: under READ COMMITTED a row joined into the locking
@@ -87,6 +95,7 @@ export async function lockExecutionState(
   if (!r) return null;
   return {
     pipelineStatus: r.pipeline_status,
+    pipelineTraceId: r.trace_id,
     stage: {
       id: Number(r.id),
       pipelineId: Number(r.pipeline_id),
@@ -98,6 +107,8 @@ export async function lockExecutionState(
       options: r.options,
       currentExecutionId: r.current_execution_id,
       startedAt: r.started_at,
+      handlerName: r.handler_name,
+      spanId: r.span_id,
     },
     execution: e
       ? {

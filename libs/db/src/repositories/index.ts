@@ -9,3 +9,4 @@ export * from './executions.js';
 export * from './workers.js';
 export * from './schedules.js';
 export * from './worker-activity.js';
+export * from './worker-metrics.js';

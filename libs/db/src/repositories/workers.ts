@@ -106,10 +106,17 @@ export async function recordShutdown(tx: DbOrTx, worker: { workerId: string; app
 export async function stageForResult(db: DbOrTx, stageId: number, options: { withStageNames: boolean }) {
   const stage = await db.stage.findUnique({
     where: { id: BigInt(stageId) },
-    select: { applicationId: true, pipelineId: true },
+    select: { applicationId: true, pipelineId: true, spanId: true },
   });
   if (!stage) return null;
-  if (!options.withStageNames) return { applicationId: stage.applicationId, pipelineId: Number(stage.pipelineId), stageNames: [] };
+  const facts = { applicationId: stage.applicationId, pipelineId: Number(stage.pipelineId), spanId: stage.spanId };
+  if (!options.withStageNames) return { ...facts, stageNames: [] };
   const names = await db.stage.findMany({ where: { pipelineId: stage.pipelineId }, orderBy: { position: 'asc' }, select: { name: true } });
-  return { applicationId: stage.applicationId, pipelineId: Number(stage.pipelineId), stageNames: names.map((n) => n.name) };
+  return { ...facts, stageNames: names.map((n) => n.name) };
+}
+
+/** A pipeline's traceId (tracing only: the trace a stage's hops join). */
+export async function pipelineTraceId(db: DbOrTx, pipelineId: number): Promise<string | null> {
+  const p = await db.pipeline.findUnique({ where: { id: BigInt(pipelineId) }, select: { traceId: true } });
+  return p?.traceId ?? null;
 }

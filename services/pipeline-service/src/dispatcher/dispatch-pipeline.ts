@@ -11,8 +11,10 @@ import {
   startExecutions,
   stagesForDispatch,
 } from '@po/db';
+import { rememberSensitiveItems } from '@po/telemetry';
 import type { DispatcherDeps } from './deps.js';
 import { byQueue, stageNextMessage } from './messages.js';
+import { recordPublished, startDispatchSpans } from './observe.js';
 
 export type PassOutcome = 'dispatched' | 'busy' | 'missing';
 
@@ -20,16 +22,21 @@ export type PassOutcome = 'dispatched' | 'busy' | 'missing';
  * One dispatcher pass over a pipeline (addendum §9): under the pipeline's row lock it marks doomed
  * stages Skipped, moves ready stages to Pending with a new execution (or Throttled at the cap),
  * re-dispatches due retries and derives the pipeline status. Messages are published after commit;
- * an execution whose publish is not confirmed is republished by the sweeper.
+ * an execution whose publish is not confirmed is republished by the sweeper. `cause` is the
+ * traceparent of the event that asked for the pass (tracing: the dispatch spans link to it).
  */
-export async function dispatchPipeline(deps: DispatcherDeps, pipelineId: number, options: { skipLocked: boolean }): Promise<PassOutcome> {
+export async function dispatchPipeline(
+  deps: DispatcherDeps,
+  pipelineId: number,
+  options: { skipLocked: boolean; cause?: string },
+): Promise<PassOutcome> {
   const now = deps.clock();
   const pass = await deps.db.$transaction(async (tx) => {
     const pipeline = await lockPipelineForDispatch(tx, pipelineId, options.skipLocked);
     if (!pipeline) return null;
     if (isTerminalPipeline(pipeline.status)) {
       await finishDispatchPass(tx, pipelineId, { status: pipeline.status, nextPassAt: null });
-      return { applicationId: pipeline.applicationId, outgoing: [], nextPassAt: null };
+      return { applicationId: pipeline.applicationId, outgoing: [], nextPassAt: null, traceId: pipeline.traceId, requestedAt: null };
     }
     const stages = await stagesForDispatch(tx, pipelineId);
     let slots: number | null = null;
@@ -64,8 +71,9 @@ export async function dispatchPipeline(deps: DispatcherDeps, pipelineId: number,
     const nextPassAt = futureRetries.length > 0 ? new Date(Math.min(...futureRetries)) : null;
     await finishDispatchPass(tx, pipelineId, { status, finishedAt: isTerminalPipeline(status) ? now : null, nextPassAt });
 
-    if (executions.length === 0) return { applicationId: pipeline.applicationId, outgoing: [], nextPassAt };
+    if (executions.length === 0) return { applicationId: pipeline.applicationId, outgoing: [], nextPassAt, traceId: pipeline.traceId, requestedAt: null };
     const context = await liveContextForDispatch(tx, pipelineId);
+    rememberSensitiveItems(context);
     const byId = new Map(stages.map((s) => [s.id, s]));
     const outgoing = executions.map((e) =>
       stageNextMessage({
@@ -78,12 +86,14 @@ export async function dispatchPipeline(deps: DispatcherDeps, pipelineId: number,
         dispatchedAt: now,
       }),
     );
-    return { applicationId: pipeline.applicationId, outgoing, nextPassAt };
+    return { applicationId: pipeline.applicationId, outgoing, nextPassAt, traceId: pipeline.traceId, requestedAt: pipeline.dispatchRequestedAt };
   });
   if (!pass) return options.skipLocked ? 'busy' : 'missing';
 
+  const spans = startDispatchSpans(pass.outgoing, pass.traceId, options.cause, now.getTime());
   for (const [queue, messages] of byQueue(pass.outgoing)) {
     await deps.publisher.publish(queue, messages);
+    recordPublished(messages, pass.requestedAt, spans);
     await markPublished(deps.db, messages.map((m) => m.executionId), deps.clock());
   }
   if (pass.nextPassAt) {

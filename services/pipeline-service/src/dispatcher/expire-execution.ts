@@ -1,6 +1,7 @@
 import { applyFailure, expiryLogMessage, expiryOf } from '@po/domain';
 import { endExecution, insertStageLogs, lockExecutionState, recordStageFailure, refreshPipelineStatus } from '@po/db';
 import type { DispatcherDeps } from './deps.js';
+import { recordOutcome } from './observe.js';
 
 /**
  * Ends an execution whose lease lapsed (LEASE_EXPIRED) or whose handler timeout elapsed (TIMEOUT)
@@ -36,6 +37,7 @@ export async function expireExecution(
       { pipelineId: state.stage.pipelineId, stageId: state.stage.id, executionId: execution.id, code, outcome: outcome.status },
       'execution expired',
     );
+    recordOutcome(state.stage.handlerName, outcome.status === 'RetryScheduled' ? 'retry_scheduled' : 'failed', code);
     return state.stage.pipelineId;
   });
 }

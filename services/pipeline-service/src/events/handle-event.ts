@@ -9,6 +9,6 @@ import { dispatchPipeline } from '../dispatcher/dispatch-pipeline.js';
 export function createEventHandler(deps: DispatcherDeps): (event: PipelineEvent) => Promise<void> {
   return async (event) => {
     deps.logger.debug({ event: event.type, pipelineId: event.pipelineId }, 'pipeline event received');
-    await dispatchPipeline(deps, event.pipelineId, { skipLocked: false });
+    await dispatchPipeline(deps, event.pipelineId, { skipLocked: false, cause: event.traceparent });
   };
 }

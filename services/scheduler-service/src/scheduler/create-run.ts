@@ -20,7 +20,10 @@ import type { Announcement } from './deps.js';
 export interface FireContext {
   tx: DbOrTx;
   schedule: ScheduleRecord;
+  /** The instant the transaction handles ticks at (due, missed, run createdAt). */
   now: Date;
+  /** Read when a pipeline is written: its createdAt is when it was created, not when the batch began. */
+  clock: () => Date;
   /**
    * Guarded mode claims each tick before acting (a tick that already has a run is not fired
    * again) and creates pipelines under a savepoint, so a failed creation becomes a Failed run.
@@ -44,7 +47,8 @@ const firstLine = (err: unknown): string => (err instanceof Error ? (err.message
  * insertPipeline, due for dispatch at once; pipeline.created is published after commit).
  */
 async function createPipeline(ctx: FireContext): Promise<Creation> {
-  const { schedule, tx, now } = ctx;
+  const { schedule, tx } = ctx;
+  const now = ctx.clock();
   const planned = planPipeline(schedule.definition as unknown as PipelineDefinitionInput, { applicationId: schedule.applicationId, scheduleId: schedule.id });
   if (!planned.ok) return { ok: false, reason: `creation_failed: ${planned.errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
   let pipelineId: number;

@@ -65,7 +65,7 @@ export async function fireDueSchedules(deps: SchedulerDeps, options: FireOptions
       const plans: ({ scheduleId: number } & SchedulePlanWrite)[] = [];
       const fired: FireResult[] = [];
       for (const schedule of schedules) {
-        const ctx: FireContext = { tx, schedule, now, guarded: options.guarded, open: open.get(schedule.id) ?? [], queued: queued.get(schedule.id) ?? 0, runs, announcements };
+        const ctx: FireContext = { tx, schedule, now, clock: deps.clock, guarded: options.guarded, open: open.get(schedule.id) ?? [], queued: queued.get(schedule.id) ?? 0, runs, announcements };
         const due = dueTicks(schedule, now, deps.misfireGraceSeconds);
         if (due === null) {
           // Due without a next tick (a stale plan): nothing to fire, plan again from now.
@@ -102,7 +102,7 @@ export async function promoteQueuedRuns(deps: SchedulerDeps, limit = 200): Promi
       const schedule = await lockSchedule(tx, scheduleId, true);
       if (!schedule || schedule.status !== 'Active') return false;
       const open = (await unfinishedPipelines(tx, [scheduleId])).get(scheduleId) ?? [];
-      return promoteQueuedRun({ tx, schedule, now: deps.clock(), guarded: true, open, queued: 0, runs: [], announcements });
+      return promoteQueuedRun({ tx, schedule, now: deps.clock(), clock: deps.clock, guarded: true, open, queued: 0, runs: [], announcements });
     }, TX_OPTIONS);
     await announceAll(deps, announcements);
     if (done) promoted += 1;

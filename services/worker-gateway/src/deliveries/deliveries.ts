@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { FetchedMessage, StageNextFetcher, StageNextMessage } from '@po/queues';
-import type { Logger } from '@po/telemetry';
+import { visibilityRequeues, type Logger } from '@po/telemetry';
 
 export interface Delivery {
   token: string;
   queue: string;
   messageId: string;
   payload: StageNextMessage;
+  /** When the fetch that found the message began (epoch ms): the pull span starts there. */
+  fetchStartedAt: number;
 }
 
 interface Held {
@@ -84,7 +86,7 @@ export class Deliveries {
   private hold(queue: string, message: FetchedMessage, fetchStartedAt: number): Delivery {
     const token = randomBytes(24).toString('base64url');
     this.held.set(token, { message, queue, expiresAt: fetchStartedAt + this.options.visibilityTimeoutMs });
-    return { token, queue, messageId: String(message.job.id), payload: message.job.data };
+    return { token, queue, messageId: String(message.job.id), payload: message.job.data, fetchStartedAt };
   }
 
   /** Ack (requeue=false completes; requeue=true returns the same message at once). False when not held here. */
@@ -141,6 +143,7 @@ export class Deliveries {
   private async requeueExpired(held: Held): Promise<boolean> {
     try {
       await this.fetcher.requeue(held.message);
+      visibilityRequeues().inc();
       return true;
     } catch (err) {
       // The BullMQ lock lapsed too; the stalled check returns the message instead.

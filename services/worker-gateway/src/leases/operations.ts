@@ -2,6 +2,7 @@ import { NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseView } fr
 import { extendLease, grantLease, lockExecutionState, type ExecutionState } from '@po/db';
 import type { Deps } from '../deps.js';
 import type { SessionState } from '../sessions/auth.js';
+import { recordLease } from './observe.js';
 
 export interface LeaseResponse {
   acquired: boolean;
@@ -31,23 +32,33 @@ async function ownState(deps: Deps, session: SessionState, stageId: number, body
 
 /** POST /stages/{id}/lease/acquire: addendum §12 Acquire table, in one transaction. */
 export async function acquireLease(deps: Deps, session: SessionState, stageId: number, body: { executionId: string; workerId: string }): Promise<LeaseResponse> {
-  return deps.db.$transaction(async (tx) => {
+  const started = Date.now();
+  let seen: ExecutionState | undefined;
+  const response = await deps.db.$transaction(async (tx) => {
     const state = await ownState(deps, session, stageId, body, tx);
+    seen = state;
     const now = deps.clock();
     const decision = decideAcquire(leaseView(state), body, state.stage.attempt, now);
     if (!decision.granted) return refused(decision.reason);
     await grantLease(tx, state, { executionId: body.executionId, attempt: decision.attempt, workerId: session.workerId, now, leaseExpiresAt: decision.leaseExpiresAt });
     return { acquired: true, attempt: decision.attempt, leaseExpiresAt: decision.leaseExpiresAt.toISOString(), reason: null };
   });
+  recordLease('acquire', response, seen, body.executionId, started);
+  return response;
 }
 
 /** POST /stages/{id}/lease/renew: addendum §12 Renew table; the delivery's visibility timeout is not extended. */
 export async function renewLease(deps: Deps, session: SessionState, stageId: number, body: { executionId: string; workerId: string }): Promise<LeaseResponse> {
-  return deps.db.$transaction(async (tx) => {
+  const started = Date.now();
+  let seen: ExecutionState | undefined;
+  const response = await deps.db.$transaction(async (tx) => {
     const state = await ownState(deps, session, stageId, body, tx);
+    seen = state;
     const decision = decideRenew(leaseView(state), body, deps.clock());
     if (!decision.granted) return refused(decision.reason);
     await extendLease(tx, body.executionId, decision.leaseExpiresAt);
     return { acquired: true, attempt: decision.attempt, leaseExpiresAt: decision.leaseExpiresAt.toISOString(), reason: null };
   });
+  recordLease('renew', response, seen, body.executionId, started);
+  return response;
 }

@@ -1,8 +1,10 @@
 import { BrokerUnavailable, Forbidden, NotFound, Unauthorized, ValidationFailed, checkAddedStages, stageFromInfo } from '@po/domain';
 import { stageForResult } from '@po/db';
 import type { StageResultSubmit } from '@po/contracts';
+import { markFailed, rememberSensitiveItems, resultsAccepted, traceparentOf } from '@po/telemetry';
 import type { Deps } from '../deps.js';
 import type { SessionState } from '../sessions/auth.js';
+import { startResultSpan } from './observe.js';
 
 /**
  * POST /stages/{id}/result (api-spec Behaviour rule 3, addendum §5.2, §13, §15): checks
@@ -15,6 +17,9 @@ export async function submitResult(
   stageId: number,
   body: StageResultSubmit,
 ): Promise<{ accepted: true; stageId: number; executionId: string }> {
+  const started = Date.now();
+  // The logger censors the values this result marks sensitive from now on.
+  if (body.contextItems) rememberSensitiveItems(body.contextItems);
   if (auth.session.applicationId !== auth.applicationId) {
     throw new Unauthorized('The worker session belongs to another application than the API key.');
   }
@@ -29,6 +34,7 @@ export async function submitResult(
     const errors = checkAddedStages(stage.stageNames, body.appendedStages.map(stageFromInfo), '/appendedStages');
     if (errors.length > 0) throw new ValidationFailed(errors);
   }
+  const span = await startResultSpan(deps.db, { ...stage, spanId: stage.spanId }, body, started);
   try {
     await deps.results.publish({
       applicationId: auth.applicationId,
@@ -36,10 +42,15 @@ export async function submitResult(
       workerId: auth.session.workerId,
       receivedAt: deps.clock().toISOString(),
       result: body,
+      traceparent: span && traceparentOf(span),
     });
   } catch (err) {
     deps.logger.warn({ err, stageId }, 'result not confirmed by the broker');
+    if (span) markFailed(span, 'broker_unavailable');
     throw new BrokerUnavailable();
+  } finally {
+    span?.end();
   }
+  resultsAccepted().inc();
   return { accepted: true, stageId, executionId: body.executionId };
 }

@@ -70,7 +70,7 @@ export function pipelineRoutes(
     sendJson(
       ctx,
       200,
-      await createLegacyPipeline(deps, applicationId, checked.value as LegacyPipelineCreateRequest),
+      await createLegacyPipeline(deps, applicationId, checked.value as LegacyPipelineCreateRequest, ctx.state.traceId),
     );
   });
 
@@ -80,7 +80,7 @@ export function pipelineRoutes(
     jsonBody(validateIdempotentCreate, maxBodyBytes),
     async (ctx) => {
       const body = ctx.state.body as IdempotentPipelineCreateRequest;
-      const outcome = await createIdempotentPipeline(deps, ctx.state.applicationId!, body);
+      const outcome = await createIdempotentPipeline(deps, ctx.state.applicationId!, body, ctx.state.traceId);
       sendJson(ctx, outcome.created ? 201 : 200, outcome);
     },
   );

@@ -24,19 +24,20 @@ export function jobRoutes(
       if (!ctx.res.writableFinished) gone.abort();
     };
     ctx.res.once('close', onClose);
-    const delivery = await pullJob(
+    const pulled = await pullJob(
       deliveries,
       ctx.state.applicationId!,
       ctx.state.body as PullJobRequest,
       gone.signal,
     );
-    if (!delivery) return sendEmpty(ctx, 204);
+    if (!pulled) return sendEmpty(ctx, 204);
+    const { delivery, traceparent } = pulled;
     sendJson(ctx, 200, {
       token: delivery.token,
       queue: delivery.queue,
       payload: delivery.payload,
       messageId: delivery.messageId,
-      headers: {},
+      headers: { traceparent },
     });
   });
   router.post('/jobs/ack', jsonBody(validateAck, limit), async (ctx) => {

@@ -1,0 +1,299 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Prometheus metrics (prom-client, decision 0052), served as text at GET /metrics by every service.
+ * Each metric is created on first use, so a service exposes only the metrics of its own work;
+ * the full list with meanings is docs/observability.md. Labels are low-cardinality: no pipeline,
+ * stage, execution or worker ids; user-defined names (handlers, queues, error codes) pass through
+ * a LabelCap.
+ */
+export const metricsRegistry = new Registry();
+const registers = [metricsRegistry];
+
+function once<T>(make: () => T): () => T {
+  let made: T | undefined;
+  return () => (made ??= make());
+}
+
+/** The label value every name past a cap is counted under. */
+export const OTHER_LABEL = '_other';
+
+/**
+ * Bounds a user-defined label (handler names, error codes, queue names): the first `max` distinct
+ * values seen by this process are kept as they are, every later one becomes `_other`. Values are
+ * cut to 100 characters. Deterministic per process, readable, and bounded (decision 0052).
+ */
+export class LabelCap {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+
+  value(raw: string): string {
+    const value = raw.length > 100 ? raw.slice(0, 100) : raw;
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return OTHER_LABEL;
+    this.seen.add(value);
+    return value;
+  }
+}
+
+/** Shared caps: one set of handler names and queue names per process. */
+export const handlerLabels = new LabelCap(200);
+export const queueLabels = new LabelCap(500);
+export const errorCodeLabels = new LabelCap(100);
+
+const FAST = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const WAIT = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30];
+
+/** Node.js process metrics (CPU, memory, event loop lag, GC), prom-client's defaults. */
+export const enableProcessMetrics = once(() => collectDefaultMetrics({ register: metricsRegistry }));
+
+export const httpRequestDuration = once(
+  () =>
+    new Histogram({
+      name: 'po_http_request_duration_seconds',
+      help: 'HTTP requests by method, route template and status; _count is the request count.',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: FAST,
+      registers,
+    }),
+);
+
+export const dispatchLatency = once(
+  () =>
+    new Histogram({
+      name: 'po_dispatch_latency_seconds',
+      help: 'From the change that made a stage ready (dispatch requested) to its StageNext message confirmed by Redis.',
+      buckets: FAST,
+      registers,
+    }),
+);
+
+export const stagesDispatched = once(
+  () => new Counter({ name: 'po_stages_dispatched_total', help: 'StageNext messages published by dispatcher passes (one per new execution).', registers }),
+);
+
+export const pullWait = once(
+  () =>
+    new Histogram({
+      name: 'po_pull_wait_seconds',
+      help: 'How long a POST /jobs/pull waited; result=message (a delivery) or empty (204).',
+      labelNames: ['result'] as const,
+      buckets: WAIT,
+      registers,
+    }),
+);
+
+export const leaseDecisions = once(
+  () =>
+    new Counter({
+      name: 'po_lease_decisions_total',
+      help: 'Lease acquire/renew calls by outcome: granted, or the refusal reason.',
+      labelNames: ['operation', 'outcome'] as const,
+      registers,
+    }),
+);
+
+export const resultsAccepted = once(
+  () => new Counter({ name: 'po_results_accepted_total', help: 'Worker results accepted by the worker-gateway (202: confirmed on stage-results).', registers }),
+);
+
+export const resultsApplied = once(
+  () => new Counter({ name: 'po_results_applied_total', help: 'Results applied by the result-consumer.', registers }),
+);
+
+export const resultsFenced = once(
+  () =>
+    new Counter({
+      name: 'po_results_fenced_total',
+      help: 'Results discarded by fencing (stale execution or attempt, stage not Running, pipeline ended), by reason.',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+);
+
+export const retriesScheduled = once(
+  () =>
+    new Counter({
+      name: 'po_retries_scheduled_total',
+      help: 'Failures that scheduled a retry, by error code (capped: rare codes become _other).',
+      labelNames: ['error_code'] as const,
+      registers,
+    }),
+);
+
+export const stageOutcomes = once(
+  () =>
+    new Counter({
+      name: 'po_stage_outcomes_total',
+      help: 'Stage execution outcomes by handler (capped): completed, failed, retry_scheduled, waiting_for_approval.',
+      labelNames: ['handler', 'outcome'] as const,
+      registers,
+    }),
+);
+
+export const visibilityRequeues = once(
+  () =>
+    new Counter({
+      name: 'po_visibility_timeout_requeues_total',
+      help: 'Deliveries returned to their queue because they were not acknowledged within the visibility timeout.',
+      registers,
+    }),
+);
+
+export const scheduleTickLag = once(
+  () =>
+    new Histogram({
+      name: 'po_schedule_tick_lag_seconds',
+      help: 'How late a scheduled tick fired: fire time minus the tick time.',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      registers,
+    }),
+);
+
+export const scheduleRuns = once(
+  () =>
+    new Counter({
+      name: 'po_schedule_runs_total',
+      help: 'Schedule ticks handled, by outcome (created, failed, skipped, queued, already_fired) plus promoted queued runs.',
+      labelNames: ['status'] as const,
+      registers,
+    }),
+);
+
+const collectErrors = once(
+  () =>
+    new Counter({
+      name: 'po_metrics_collect_errors_total',
+      help: 'Gauges read on scrape that could not be read (database or Redis unavailable), by collector.',
+      labelNames: ['collector'] as const,
+      registers,
+    }),
+);
+
+/** Reads once per scrape however many gauges share it (prom-client collects them concurrently). */
+function perScrape<T>(name: string, read: () => Promise<T> | T): () => Promise<T | undefined> {
+  let last: { at: number; value: Promise<T | undefined> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at > 1000) {
+      last = {
+        at: now,
+        value: Promise.resolve()
+          .then(read)
+          .catch(() => {
+            collectErrors().inc({ collector: name });
+            return undefined;
+          }),
+      };
+    }
+    return last.value;
+  };
+}
+
+/** po_deliveries_inflight: deliveries held by this worker-gateway process. */
+export function observeDeliveriesInflight(read: () => number): void {
+  new Gauge({
+    name: 'po_deliveries_inflight',
+    help: 'Deliveries handed out by this worker-gateway process and not yet acknowledged.',
+    registers,
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+export interface QueueSample {
+  queue: string;
+  waiting: number;
+  active: number;
+  delayed: number;
+  /** Age of the oldest waiting message in seconds, 0 when none waits. */
+  oldestAgeSeconds: number;
+}
+
+/** Queue depth and oldest-message age per StageNext queue, read on scrape. */
+export function observeStageNextQueues(read: () => Promise<QueueSample[]>): void {
+  const sample = perScrape('stagenext_queues', read);
+  new Gauge({
+    name: 'po_stagenext_queue_messages',
+    help: 'Messages of a StageNext queue by state (waiting, active = delivered but not acknowledged, delayed); queues seen recently.',
+    labelNames: ['queue', 'state'] as const,
+    registers,
+    async collect() {
+      const samples = await sample();
+      this.reset();
+      for (const s of samples ?? []) {
+        const queue = queueLabels.value(s.queue);
+        this.set({ queue, state: 'waiting' }, s.waiting);
+        this.set({ queue, state: 'active' }, s.active);
+        this.set({ queue, state: 'delayed' }, s.delayed);
+      }
+    },
+  });
+  new Gauge({
+    name: 'po_stagenext_queue_oldest_age_seconds',
+    help: 'Age of the oldest waiting message of a StageNext queue (0 when empty).',
+    labelNames: ['queue'] as const,
+    registers,
+    async collect() {
+      const samples = await sample();
+      this.reset();
+      for (const s of samples ?? []) this.set({ queue: queueLabels.value(s.queue) }, s.oldestAgeSeconds);
+    },
+  });
+}
+
+export interface WorkerSample {
+  /** Workers with status Active. */
+  active: number;
+  /** Active workers with a recent heartbeat (or bootstrap). */
+  healthy: number;
+  /** Unexpired, not superseded sessions. */
+  sessions: number;
+  /** Healthy workers per StageNext queue they serve. */
+  healthyByQueue: { queue: string; workers: number }[];
+}
+
+/** Worker and session gauges read from PostgreSQL on scrape (the same numbers on every replica: aggregate with max). */
+export function observeWorkers(read: () => Promise<WorkerSample>): void {
+  const sample = perScrape('workers', read);
+  new Gauge({
+    name: 'po_workers',
+    help: 'Registered workers: state=active (status Active) and state=healthy (Active with a recent heartbeat).',
+    labelNames: ['state'] as const,
+    registers,
+    async collect() {
+      const s = await sample();
+      this.reset();
+      if (!s) return;
+      this.set({ state: 'active' }, s.active);
+      this.set({ state: 'healthy' }, s.healthy);
+    },
+  });
+  new Gauge({
+    name: 'po_worker_sessions',
+    help: 'Worker sessions that are current (not superseded) and unexpired.',
+    registers,
+    async collect() {
+      const s = await sample();
+      this.reset();
+      if (s) this.set(s.sessions);
+    },
+  });
+  new Gauge({
+    name: 'po_queue_healthy_workers',
+    help: 'Healthy workers serving each StageNext queue (application and handler).',
+    labelNames: ['queue'] as const,
+    registers,
+    async collect() {
+      const s = await sample();
+      this.reset();
+      for (const q of s?.healthyByQueue ?? []) this.set({ queue: queueLabels.value(q.queue) }, q.workers);
+    },
+  });
+}
+
+/** The Prometheus text exposition of this process. */
+export async function metricsText(): Promise<{ contentType: string; body: string }> {
+  return { contentType: metricsRegistry.contentType, body: await metricsRegistry.metrics() };
+}
