@@ -34,7 +34,7 @@ export async function submitResult(
     const errors = checkAddedStages(stage.stageNames, body.appendedStages.map(stageFromInfo), '/appendedStages');
     if (errors.length > 0) throw new ValidationFailed(errors);
   }
-  const span = await startResultSpan(deps.db, { ...stage, spanId: stage.spanId }, body, started);
+  const span = await startResultSpan(deps.db, stage, body, started);
   try {
     await deps.results.publish({
       applicationId: auth.applicationId,
