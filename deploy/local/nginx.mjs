@@ -1,3 +1,5 @@
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 // A local nginx in front of the services: one base URL for the whole API, routed like the Helm
 // chart's Ingress (helm/pipeline-orchestration/templates/ingress.yaml) with the chart's sticky
 // rule for the worker-gateway replicas (workerRouting in values.yaml). Used by the multi-replica
@@ -6,21 +8,39 @@
 // Builtins only, like stack.mjs. nginx runs as a foreground child with its own prefix directory
 // (config, pid, logs, temp files) and listens on 127.0.0.1 only.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync, unlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  chmodSync,
+  unlinkSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT } from './stack.mjs';
 
+// Not imported from stack.mjs: stack.mjs loads this module while it is still evaluating.
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CHART_VALUES = join(ROOT, 'helm', 'pipeline-orchestration', 'values.yaml');
 
 /** Paths the chart's Ingress sends to the worker-gateway (ingress-nginx regex locations); the rest go to the api-gateway. */
-export const WORKER_LOCATIONS = ['^/workers/(bootstrap|heartbeat|events|shutdown)$', '^/jobs/', '^/stages/[0-9]+/lease/', '^/stages/[0-9]+/result$'];
+export const WORKER_LOCATIONS = [
+  '^/workers/(bootstrap|heartbeat|events|shutdown)$',
+  '^/jobs/',
+  '^/stages/[0-9]+/lease/',
+  '^/stages/[0-9]+/result$',
+];
 
 /** The nginx binary on PATH or in /usr/sbin, or null. */
 export function findNginx() {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin'].filter(Boolean);
+  const dirs = [
+    ...(process.env.PATH ?? '').split(delimiter),
+    '/usr/sbin',
+    '/usr/local/sbin',
+  ].filter(Boolean);
   return dirs.map((dir) => join(dir, 'nginx')).find((file) => existsSync(file)) ?? null;
 }
 
@@ -32,8 +52,13 @@ export function ensureNginx({ install = true, log = () => {} } = {}) {
   const found = findNginx();
   if (found) return { nginx: found, reason: null };
   if (!install) return { nginx: null, reason: 'nginx is not installed' };
-  if (process.getuid?.() !== 0) return { nginx: null, reason: 'nginx is not installed and we are not root (run: sudo apt-get install -y nginx)' };
-  if (!existsSync('/usr/bin/apt-get')) return { nginx: null, reason: 'nginx is not installed and there is no apt-get' };
+  if (process.getuid?.() !== 0)
+    return {
+      nginx: null,
+      reason: 'nginx is not installed and we are not root (run: sudo apt-get install -y nginx)',
+    };
+  if (!existsSync('/usr/bin/apt-get'))
+    return { nginx: null, reason: 'nginx is not installed and there is no apt-get' };
   const policy = '/usr/sbin/policy-rc.d';
   const ownPolicy = !existsSync(policy); // keep the package's init script from starting nginx on :80
   if (ownPolicy) {
@@ -50,12 +75,18 @@ export function ensureNginx({ install = true, log = () => {} } = {}) {
       apt(['update']);
       res = apt(['install', '-y', '--no-install-recommends', 'nginx']);
     }
-    if (res.status !== 0) return { nginx: null, reason: `apt-get install nginx failed: ${(res.stderr || res.stdout).trim().split('\n').slice(-3).join(' / ')}` };
+    if (res.status !== 0)
+      return {
+        nginx: null,
+        reason: `apt-get install nginx failed: ${(res.stderr || res.stdout).trim().split('\n').slice(-3).join(' / ')}`,
+      };
   } finally {
     if (ownPolicy) unlinkSync(policy);
   }
   const nginx = findNginx();
-  return nginx ? { nginx, reason: null } : { nginx: null, reason: 'apt-get installed nginx but no nginx binary was found' };
+  return nginx
+    ? { nginx, reason: null }
+    : { nginx: null, reason: 'apt-get installed nginx but no nginx binary was found' };
 }
 
 /**
@@ -73,8 +104,13 @@ export function chartStickyRule(valuesFile = CHART_VALUES) {
     const m = /^ {2}(sticky|hashBy):\s*("?)([^"#\s]*)\2\s*(#.*)?$/.exec(line);
     if (m) block[m[1]] = m[3];
   }
-  if (!block.sticky || !block.hashBy) throw new Error(`${valuesFile}: workerRouting lacks sticky or hashBy`);
-  return { sticky: block.sticky, hashBy: block.hashBy, hashOn: block.sticky === 'header-hash' ? block.hashBy : null };
+  if (!block.sticky || !block.hashBy)
+    throw new Error(`${valuesFile}: workerRouting lacks sticky or hashBy`);
+  return {
+    sticky: block.sticky,
+    hashBy: block.hashBy,
+    hashOn: block.sticky === 'header-hash' ? block.hashBy : null,
+  };
 }
 
 async function freePort() {
@@ -99,9 +135,20 @@ function accepts(port) {
 const hostPort = (url) => new URL(url).host;
 
 /** The nginx.conf of the front: the chart's routing table and its sticky rule. */
-export function nginxConfig({ apiUrls, workerUrls, port, hashOn, prefix, maxBodyBytes = 33554432 }) {
-  if (hashOn != null && !/^\$[a-z0-9_]+$/.test(hashOn)) throw new Error(`hashOn must be an nginx variable such as $http_x_worker_session, got ${hashOn}`);
-  const servers = (urls) => urls.map((u) => `    server ${hostPort(u)} max_fails=1 fail_timeout=5s;`).join('\n');
+export function nginxConfig({
+  apiUrls,
+  workerUrls,
+  port,
+  hashOn,
+  prefix,
+  maxBodyBytes = 33554432,
+}) {
+  if (hashOn != null && !/^\$[a-z0-9_]+$/.test(hashOn))
+    throw new Error(
+      `hashOn must be an nginx variable such as $http_x_worker_session, got ${hashOn}`,
+    );
+  const servers = (urls) =>
+    urls.map((u) => `    server ${hostPort(u)} max_fails=1 fail_timeout=5s;`).join('\n');
   const proxy = (upstream) =>
     [
       `      proxy_pass http://${upstream};`,
@@ -150,19 +197,35 @@ ${proxy('api_gateway')}
  * (workerUrls). hashOn: an nginx variable to hash worker requests on (the chart's
  * workerRouting.hashBy, e.g. $http_x_worker_session), or null for round robin.
  */
-export async function startNginxFront({ apiUrl, apiUrls = apiUrl ? [apiUrl] : [], workerUrls, port, hashOn = null, nginx = findNginx(), log = () => {} }) {
+export async function startNginxFront({
+  apiUrl,
+  apiUrls = apiUrl ? [apiUrl] : [],
+  workerUrls,
+  port,
+  hashOn = null,
+  nginx = findNginx(),
+  log = () => {},
+}) {
   if (!nginx) throw new Error('nginx is not installed (apt-get install -y nginx)');
-  if (!apiUrls.length || !workerUrls?.length) throw new Error('startNginxFront needs apiUrl(s) and workerUrls');
+  if (!apiUrls.length || !workerUrls?.length)
+    throw new Error('startNginxFront needs apiUrl(s) and workerUrls');
   const listen = port || (await freePort());
   const prefix = mkdtempSync(join(tmpdir(), 'po-nginx-'));
   chmodSync(prefix, 0o755); // nginx's workers may run as nobody when we are root
   const conf = join(prefix, 'nginx.conf');
   writeFileSync(conf, nginxConfig({ apiUrls, workerUrls, port: listen, hashOn, prefix }));
-  execFileSync(nginx, ['-t', '-q', '-e', 'stderr', '-p', prefix, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const child = spawn(nginx, ['-e', 'stderr', '-p', prefix, '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(nginx, ['-t', '-q', '-e', 'stderr', '-p', prefix, '-c', conf], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const child = spawn(nginx, ['-e', 'stderr', '-p', prefix, '-c', conf, '-g', 'daemon off;'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output = [];
-  for (const stream of [child.stdout, child.stderr]) stream.on('data', (d) => output.push(String(d)));
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  for (const stream of [child.stdout, child.stderr])
+    stream.on('data', (d) => output.push(String(d)));
+  const exited = new Promise((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   let gone = false;
   exited.then(() => (gone = true));
   const until = Date.now() + 10_000;
@@ -174,7 +237,9 @@ export async function startNginxFront({ apiUrl, apiUrls = apiUrl ? [apiUrl] : []
     }
     await sleep(50);
   }
-  log(`nginx: http://127.0.0.1:${listen} -> api ${apiUrls.join(', ')}; workers ${workerUrls.join(', ')} (${hashOn ? `hash ${hashOn} consistent` : 'round robin'})`);
+  log(
+    `nginx: http://127.0.0.1:${listen} -> api ${apiUrls.join(', ')}; workers ${workerUrls.join(', ')} (${hashOn ? `hash ${hashOn} consistent` : 'round robin'})`,
+  );
   let stopping = null;
   return {
     url: `http://127.0.0.1:${listen}`,

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chartStickyRule, findNginx, startNginxFront } from './nginx.mjs';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DEFAULT_PORTS = {
@@ -172,14 +173,29 @@ export function createDemoApp({ name = 'demo', root = ROOT, env = process.env } 
 }
 
 /** Starts the example SDK worker (examples/) for the demo application; its lines are prefixed. */
-export function startExampleWorker({ apiUrl, workerUrl, apiKey, root = ROOT, env = process.env, log = (l) => console.log(l) }) {
+export function startExampleWorker({
+  apiUrl,
+  workerUrl,
+  apiKey,
+  root = ROOT,
+  env = process.env,
+  log = (l) => console.log(l),
+}) {
   const child = spawn(process.execPath, [join(root, 'examples', 'dist', 'example-worker.js')], {
     cwd: root,
-    env: { ...env, PO_BASE_URL: apiUrl, PO_WORKER_BASE_URL: workerUrl, PO_API_KEY: apiKey, PO_INSTANCE_ID: 'local-example-worker' },
+    env: {
+      ...env,
+      PO_BASE_URL: apiUrl,
+      PO_WORKER_BASE_URL: workerUrl,
+      PO_API_KEY: apiKey,
+      PO_INSTANCE_ID: 'local-example-worker',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout, child.stderr]) {
-    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (l) => log(`[example-worker] ${l}`));
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (l) =>
+      log(`[example-worker] ${l}`),
+    );
   }
   const exited = new Promise((resolve) => child.once('exit', resolve));
   return {
@@ -207,7 +223,13 @@ export async function runDemoPipeline({ apiUrl, apiKey, timeoutMs = 30_000 }) {
   const { pipeline } = await res.json();
   while (Date.now() - started < timeoutMs) {
     const p = await (await fetch(`${apiUrl}/pipelines/${pipeline.id}`, { headers })).json();
-    if (p.isTerminal) return { id: p.id, status: p.status, stageStatuses: p.stageStatuses, ms: Date.now() - started };
+    if (p.isTerminal)
+      return {
+        id: p.id,
+        status: p.status,
+        stageStatuses: p.stageStatuses,
+        ms: Date.now() - started,
+      };
     await sleep(100);
   }
   return { id: pipeline.id, status: 'still running', stageStatuses: [], ms: Date.now() - started };
@@ -255,11 +277,13 @@ async function main() {
   let firstSignal = 0;
   const stopAndExit = async (code) => {
     await worker?.stop();
+    await front?.stop();
     await stack.stop();
     console.log('stack: stopped');
     process.exit(code);
   };
   let worker = null;
+  let front = null;
   const onSignal = (sig) => {
     // npm forwards the terminal's SIGINT as well: only a second Ctrl-C a moment later kills at once.
     if (firstSignal && Date.now() - firstSignal > 1000) {
@@ -293,8 +317,26 @@ async function main() {
     });
   }
   if (!firstSignal) console.log(banner(stack.urls, app).join('\n'));
-  const apiUrl = stack.urls['api-gateway'];
-  const workerUrl = stack.urls['worker-gateway'];
+  let apiUrl = stack.urls['api-gateway'];
+  let workerUrl = stack.urls['worker-gateway'];
+  // With nginx installed, one base URL for the whole API, routed like the Helm chart's ingress.
+  if (apiUrl && workerUrl && findNginx() && !firstSignal) {
+    try {
+      front = await startNginxFront({
+        apiUrl,
+        workerUrls: [workerUrl],
+        port: Number(process.env.STACK_FRONT_PORT ?? 8000),
+        hashOn: chartStickyRule().hashOn,
+      });
+      console.log(
+        `stack: one base URL for the whole API (nginx, the chart's routing): ${front.url}`,
+      );
+      apiUrl = front.url;
+      workerUrl = front.url;
+    } catch (err) {
+      console.error(`stack: nginx front not started (${err.message}); use the service URLs above`);
+    }
+  }
   if (app && apiUrl && workerUrl && !firstSignal) {
     worker = startExampleWorker({ apiUrl, workerUrl, apiKey: app.apiKey });
     const demo = await runDemoPipeline({ apiUrl, apiKey: app.apiKey });

@@ -29,4 +29,4 @@ export * from './system.js';
 export * from './problem.js';
 export * from './params.js';
 export * from './worker-activity.js';
-export * from './openapi.js';
+export * from './openapi/index.js';

@@ -5,6 +5,7 @@ import { DomainError, NotFound, type ErrorCode, type FieldError } from '@po/doma
 import { httpRequestDuration, tracingEnabled, withSpan, type Logger } from '@po/telemetry';
 import { toProblem } from './problem.js';
 import type { Router } from './router.js';
+import { metricsEndpoint } from './metrics.js';
 import { endServerSpan, startServerSpan } from './tracing.js';
 
 export interface AppState {
@@ -31,7 +32,7 @@ function incomingTraceId(header: string | undefined): string {
   return traceId && !/^0+$/.test(traceId) ? traceId : randomBytes(16).toString('hex');
 }
 
-/** Builds a koa app (no listen) with trace ids, access logs, problem+json errors and a 404 fallback. */
+/** Builds a koa app (no listen) with trace ids (and spans when tracing is on), access logs, HTTP metrics, GET /metrics, problem+json errors and a 404 fallback. */
 export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState> {
   const app = new Koa<AppState>();
   app.proxy = true;
@@ -66,6 +67,7 @@ export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState
     );
   });
 
+  app.use(metricsEndpoint);
   for (const router of routers) app.use(router.routes());
   app.use(() => {
     throw new NotFound('No such route.');

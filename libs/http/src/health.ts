@@ -1,22 +1,12 @@
-import { metricsText } from '@po/telemetry';
 import { createRouter, type Router } from './router.js';
 import { sendJson } from './respond.js';
 
 export type ReadinessCheck = () => Promise<unknown>;
 
-/**
- * GET /healthz: the process is up. GET /readyz: every dependency answers (503 otherwise).
- * GET /metrics: this process's Prometheus metrics (text exposition format 0.0.4).
- */
+/** GET /healthz: the process is up. GET /readyz: every dependency answers (503 otherwise). */
 export function healthRouter(checks: Record<string, ReadinessCheck>, timeoutMs = 2000): Router {
   const router = createRouter();
   router.get('/healthz', (ctx) => sendJson(ctx, 200, { status: 'ok' }));
-  router.get('/metrics', async (ctx) => {
-    const { contentType, body } = await metricsText();
-    ctx.status = 200;
-    ctx.set('Content-Type', contentType);
-    ctx.body = body;
-  });
   router.get('/readyz', async (ctx) => {
     const results = await Promise.all(
       Object.entries(checks).map(async ([name, check]) => {

@@ -29,6 +29,8 @@ interface CallOptions {
   body?: unknown;
   apiKey?: boolean;
   session?: string;
+  /** W3C traceparent of the execution (lease and result calls), so the gateway's spans join its trace. */
+  traceparent?: string;
   timeoutMs?: number;
   signal?: AbortSignal;
   ok: readonly number[];
@@ -151,21 +153,33 @@ export class WorkerClient {
     session: string,
     stageId: number,
     body: StageLeaseRequest,
+    traceparent?: string,
   ): Promise<StageLeaseResponse> {
-    return this.lease('acquire', session, stageId, body);
+    return this.lease('acquire', session, stageId, body, traceparent);
   }
 
   renewLease(
     session: string,
     stageId: number,
     body: StageLeaseRequest,
+    traceparent?: string,
   ): Promise<StageLeaseResponse> {
-    return this.lease('renew', session, stageId, body);
+    return this.lease('renew', session, stageId, body, traceparent);
   }
 
-  async submitResult(session: string, body: StageResultSubmit): Promise<StageResultAccepted> {
+  async submitResult(
+    session: string,
+    body: StageResultSubmit,
+    traceparent?: string,
+  ): Promise<StageResultAccepted> {
     const path = `/stages/${body.stageId}/result`;
-    const json = await this.call('POST', path, { body, apiKey: true, session, ok: [200, 202] });
+    const json = await this.call('POST', path, {
+      body,
+      apiKey: true,
+      session,
+      traceparent,
+      ok: [200, 202],
+    });
     const r = isObject(json) ? json : {};
     return {
       accepted: r.accepted !== false,
@@ -179,9 +193,13 @@ export class WorkerClient {
     session: string,
     stageId: number,
     body: StageLeaseRequest,
+    traceparent: string | undefined,
   ): Promise<StageLeaseResponse> {
     const path = `/stages/${stageId}/lease/${op}`;
-    const r = asObject(await this.call('POST', path, { body, session, ok: [200] }), path);
+    const r = asObject(
+      await this.call('POST', path, { body, session, traceparent, ok: [200] }),
+      path,
+    );
     if (typeof r.acquired !== 'boolean')
       throw new ProtocolError(`${path}: response has no acquired`);
     return {
@@ -198,6 +216,7 @@ export class WorkerClient {
     if (o.apiKey) headers['x-api-key'] = this.options.apiKey;
     const session = o.session ?? this.routingSession;
     if (session !== undefined) headers['x-worker-session'] = session;
+    if (o.traceparent !== undefined) headers.traceparent = o.traceparent;
     const timeout = AbortSignal.timeout(o.timeoutMs ?? this.options.requestTimeoutMs);
     const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
     let status: number;

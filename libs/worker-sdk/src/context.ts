@@ -80,6 +80,7 @@ export interface ContextInit {
   attempt: number;
   signal: AbortSignal;
   collected: Collected;
+  traceparent?: string;
 }
 
 export function createContext(init: ContextInit): HandlerContext {
@@ -114,6 +115,7 @@ export function createContext(init: ContextInit): HandlerContext {
     contextItems: Object.freeze([...m.pipelineContextItems]),
     signal: init.signal,
     headers: delivery.headers,
+    traceparent: init.traceparent,
 
     json<T = unknown>(fallback?: T): T {
       if (m.input.trim() === '' && fallback !== undefined) return fallback;

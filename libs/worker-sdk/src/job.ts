@@ -19,6 +19,7 @@ import { buildResultBody, fromReturn, fromThrow } from './outcome.js';
 import type { Outcome } from './outcome.js';
 import type { PullJobResponse, StageLeaseResponse, StageResultSubmit } from './protocol.js';
 import type { Session } from './session.js';
+import { deliveryTraceparent, failHandlerSpan, loadOpenTelemetry, startHandlerSpan } from './tracing.js';
 import type { StageHandler } from './types.js';
 import { backoffDelay, sleep } from './util.js';
 
@@ -93,13 +94,31 @@ export class JobRunner {
     const ids = { stageId: m.stageId, pipelineId: m.pipelineId };
     const data = { executionId: m.executionId, attempt, handler: handlerName };
     const controller = new AbortController();
+    // Optional tracing (tracing.ts): the handler span, child of the delivery's traceparent.
+    const otel = await loadOpenTelemetry();
+    const parent = deliveryTraceparent(delivery.headers);
+    const traced = otel
+      ? startHandlerSpan(otel, parent, {
+          'pipeline.id': m.pipelineId,
+          'stage.id': m.stageId,
+          'stage.handler': handlerName,
+          'execution.id': m.executionId,
+          'stage.attempt': attempt,
+        })
+      : undefined;
+    const traceparent = traced ? traced.traceparent : parent;
     const keeper = new LeaseKeeper({
       intervalMs: options.leaseRenewIntervalMs,
       logger,
       fields,
       renew: () =>
         session.call((token, workerId) =>
-          client.renewLease(token, m.stageId, { executionId: m.executionId, workerId }),
+          client.renewLease(
+            token,
+            m.stageId,
+            { executionId: m.executionId, workerId },
+            traceparent,
+          ),
         ),
       onLost: (reason) => controller.abort(new LeaseLostError(reason)),
     });
@@ -125,10 +144,13 @@ export class JobRunner {
       attempt,
       signal: controller.signal,
       collected,
+      traceparent,
     });
     let outcome: Outcome;
     try {
-      outcome = fromReturn(await handler(ctx));
+      const returned =
+        otel && traced ? otel.context.with(traced.context, () => handler(ctx)) : handler(ctx);
+      outcome = fromReturn(await returned);
     } catch (err) {
       outcome = fromThrow(err, controller.signal.aborted ? controller.signal.reason : undefined);
     } finally {
@@ -136,11 +158,15 @@ export class JobRunner {
       stopSignal.removeEventListener('abort', onStop);
     }
     const durationMs = Date.now() - started;
+    if (traced) {
+      if (!outcome.isSuccess) failHandlerSpan(traced.span, outcome.errorCode ?? 'HANDLER_ERROR');
+      traced.span.end();
+    }
 
     let result: Delivery = 'lease_lost';
     if (keeper.lost === undefined) {
       const body = buildResultBody(m, attempt, outcome, collected);
-      result = await this.postResult(body, keeper, fields);
+      result = await this.postResult(body, keeper, fields, traceparent);
     }
     keeper.stop();
 
@@ -187,7 +213,12 @@ export class JobRunner {
     for (let i = 0; ; i++) {
       try {
         return await session.call((token, workerId) =>
-          client.acquireLease(token, m.stageId, { executionId: m.executionId, workerId }),
+          client.acquireLease(
+            token,
+            m.stageId,
+            { executionId: m.executionId, workerId },
+            deliveryTraceparent(delivery.headers),
+          ),
         );
       } catch (err) {
         if (isRetryable(err) && i < 2) {
@@ -219,13 +250,14 @@ export class JobRunner {
     body: StageResultSubmit,
     keeper: LeaseKeeper,
     fields: LogFields,
+    traceparent: string | undefined,
   ): Promise<Delivery> {
     const { client, session, logger, options } = this.deps;
     const deadline = Date.now() + options.resultRetryTimeoutMs;
     for (let i = 0; ; i++) {
       if (keeper.lost !== undefined) return 'lease_lost';
       try {
-        await session.call((token) => client.submitResult(token, body));
+        await session.call((token) => client.submitResult(token, body, traceparent));
         return 'accepted';
       } catch (err) {
         if (!isRetryable(err)) {

@@ -58,8 +58,14 @@ export interface HandlerContext {
   readonly contextItems: readonly ContextItem[];
   /** Aborts when the lease is lost, the stage times out, or the worker stops past its drain timeout. */
   readonly signal: AbortSignal;
-  /** Headers of the delivery. */
+  /** Headers of the delivery (`traceparent`: the W3C trace context of this stage's pipeline). */
   readonly headers: Readonly<JsonObject>;
+  /**
+   * The W3C traceparent to continue the pipeline's trace from: the SDK's `stage.handler` span when
+   * @opentelemetry/api is installed with a registered provider (that span is then also active
+   * while the handler runs), else the delivery's `headers.traceparent`. Undefined when neither.
+   */
+  readonly traceparent: string | undefined;
   /** Adds a line to the stage logs sent with the result (at most 100 lines are kept). */
   log(message: string, level?: StageLogLevel): void;
   /** Sets a pipeline context key; a non-string value is JSON-serialised. */

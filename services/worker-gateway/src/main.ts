@@ -3,10 +3,11 @@ import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
-import { createLogger, shutdownTracing } from '@po/telemetry';
+import { createLogger, observeDeliveriesInflight, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { Deliveries } from './deliveries/deliveries.js';
+import { observeWorkerGauges } from './sessions/metrics.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'worker-gateway', level: config.logLevel });
@@ -25,6 +26,8 @@ await wakeRedis.subscribe(stageNextWakeChannel(config.queuePrefix));
 wakeRedis.on('message', (_channel: string, queue: string) => deliveries.wake(queue));
 
 const deps = { db, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
+observeDeliveriesInflight(() => deliveries.inflight);
+observeWorkerGauges(db, config.heartbeatIntervalSeconds, deps.clock);
 const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
 logger.info({ port: server.port }, 'worker-gateway listening');

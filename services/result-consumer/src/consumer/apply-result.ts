@@ -20,9 +20,11 @@ import {
   writeContextChanges,
   type Db,
   type DbOrTx,
+  type ExecutionState,
 } from '@po/db';
 import type { PipelineEventsProducer, StageResultMessage } from '@po/queues';
-import type { Logger } from '@po/telemetry';
+import { rememberSensitive, traceparentOf, type Logger } from '@po/telemetry';
+import { recordApply, type ApplyDecision, type StageOutcome } from './observe.js';
 
 export interface ConsumerDeps {
   db: Db;
@@ -40,15 +42,21 @@ const MAX_LOGS_PER_RESULT = 100;
  * the same message twice is harmless. Returns whether it was applied.
  */
 export async function applyResult(deps: ConsumerDeps, message: StageResultMessage): Promise<boolean> {
+  const started = Date.now();
   const { result, stageId } = message;
+  // What the transaction saw and decided, for metrics and the apply span (observe.ts).
+  let seen: ExecutionState | undefined;
+  let decision: ApplyDecision = { applied: false, reason: 'unknown_stage' };
   const applied = await deps.db.$transaction(async (tx) => {
     const state = await lockExecutionState(tx, stageId, result.executionId, { lockPipeline: true });
     if (!state || state.stage.applicationId !== message.applicationId) return null;
+    seen = state;
     const fenced = fenceResult(
       { pipelineStatus: state.pipelineStatus, stageStatus: state.stage.status, currentExecutionId: state.stage.currentExecutionId, execution: state.execution },
       { executionId: result.executionId, attempt: result.attempt },
     );
     if (fenced) {
+      decision = { applied: false, reason: fenced };
       deps.logger.warn({ stageId, executionId: result.executionId, attempt: result.attempt, reason: fenced }, 'result discarded');
       return null;
     }
@@ -62,6 +70,7 @@ export async function applyResult(deps: ConsumerDeps, message: StageResultMessag
     if (updates.length > 0) await writeContextChanges(tx, stage.pipelineId, contextBefore, merged.items);
     // Redact with every value that is sensitive before or after this result's context changes.
     const secrets = [...contextBefore, ...merged.items].filter((c) => c.isSensitive).map((c) => c.value);
+    rememberSensitive(secrets);
     const logs = resultLogs.map((l) => ({
       message: redactSecrets(l.message, secrets),
       logLevel: l.logLevel ?? 'Information',
@@ -75,6 +84,7 @@ export async function applyResult(deps: ConsumerDeps, message: StageResultMessag
 
     const output = result.result ?? null;
     const transition = resultTransition({ isSuccess: result.isSuccess ?? false, isWaitingForApproval: result.isWaitingForApproval ?? false });
+    let stageOutcome: StageOutcome = transition === 'park' ? 'waiting_for_approval' : 'completed';
     if (transition === 'fail') {
       const outcome = applyFailure(
         stage.options,
@@ -84,16 +94,29 @@ export async function applyResult(deps: ConsumerDeps, message: StageResultMessag
         deps.random,
       );
       await recordStageFailure(tx, stage.id, outcome, output);
+      stageOutcome = outcome.status === 'RetryScheduled' ? 'retry_scheduled' : 'failed';
     } else {
       await recordStageOutcome(tx, stage.id, { status: transition === 'park' ? 'WaitingForApproval' : 'Completed', output, now });
     }
     await endExecution(tx, result.executionId, 'result', now);
     await refreshPipelineStatus(tx, stage.pipelineId, now, { requestDispatch: true });
+    decision = { applied: true, outcome: stageOutcome, errorCode: result.errorCode ?? null };
     return { pipelineId: stage.pipelineId };
   });
-  if (!applied) return false;
-  await deps.events.publish({ type: 'result.applied', applicationId: message.applicationId, pipelineId: applied.pipelineId, stageIds: [stageId] });
-  return true;
+  const span = recordApply(message, seen, decision, started);
+  try {
+    if (!applied) return false;
+    await deps.events.publish({
+      type: 'result.applied',
+      applicationId: message.applicationId,
+      pipelineId: applied.pipelineId,
+      stageIds: [stageId],
+      traceparent: span && traceparentOf(span),
+    });
+    return true;
+  } finally {
+    span?.end();
+  }
 }
 
 /** Worker-appended stages go at the end of the pipeline (addendum §5.2), re-checked at apply time. */

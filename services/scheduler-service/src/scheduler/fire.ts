@@ -12,6 +12,7 @@ import {
 import { announceAll, type Announcement, type SchedulerDeps } from './deps.js';
 import { dueTicks, replanFrom } from './due-ticks.js';
 import { fireTick, promoteQueuedRun, type FireContext, type TickOutcome } from './create-run.js';
+import { recordFired, recordPromoted } from './observe.js';
 
 const TX_OPTIONS = { timeout: 60_000, maxWait: 10_000 };
 
@@ -52,6 +53,7 @@ export async function fireDueSchedules(deps: SchedulerDeps, options: FireOptions
   const now = deps.clock();
   const announcements: Announcement[] = [];
   const locked: number[] = [];
+  const lagsMs: number[] = [];
   let results: FireResult[] | null;
   try {
     results = await deps.db.$transaction(async (tx) => {
@@ -75,7 +77,10 @@ export async function fireDueSchedules(deps: SchedulerDeps, options: FireOptions
         }
         const outcomes: TickOutcome[] = [];
         for (const tick of due.catchup) outcomes.push(await fireTick(ctx, tick, 'Catchup'));
-        for (const tick of due.scheduled) outcomes.push(await fireTick(ctx, tick, 'Scheduled'));
+        for (const tick of due.scheduled) {
+          lagsMs.push(now.getTime() - tick.getTime());
+          outcomes.push(await fireTick(ctx, tick, 'Scheduled'));
+        }
         plans.push({ scheduleId: schedule.id, planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt });
         fired.push({ scheduleId: schedule.id, outcomes, missed: due.missed });
       }
@@ -87,6 +92,7 @@ export async function fireDueSchedules(deps: SchedulerDeps, options: FireOptions
     throw new FireFailed(locked, err);
   }
   await announceAll(deps, announcements);
+  recordFired((results ?? []).flatMap((r) => r.outcomes), lagsMs);
   for (const r of results ?? []) {
     if (r.missed > 0) deps.logger.info({ scheduleId: r.scheduleId, missed: r.missed, catchupRuns: r.outcomes.length }, 'missed ticks');
   }
@@ -107,5 +113,6 @@ export async function promoteQueuedRuns(deps: SchedulerDeps, limit = 200): Promi
     await announceAll(deps, announcements);
     if (done) promoted += 1;
   }
+  recordPromoted(promoted);
   return promoted;
 }

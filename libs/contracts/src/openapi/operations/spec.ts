@@ -1,0 +1,59 @@
+import type { HttpMethod, JsonMap, ServiceName } from '../types.js';
+
+type Security = 'none' | 'apiKey' | 'session' | 'apiKeyAndSession';
+type Parameter = 'pipelineId' | 'stageId' | 'name' | 'workerId' | 'limit' | 'cursor' | 'status';
+
+interface Success {
+  description: string;
+  /** A component schema name, an inline schema, or nothing for an empty body. */
+  body?: string | JsonMap;
+}
+
+export interface OperationSpec {
+  method: HttpMethod;
+  path: string;
+  service: ServiceName;
+  operationId: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  security: Security;
+  parameters?: Parameter[];
+  body?: { schema: string; required: boolean; description?: string };
+  /** 413 limit when it is not API_MAX_BODY_BYTES. */
+  bodyLimitBytes?: number;
+  success: Record<string, Success>;
+  /** Error status → what it means for this operation. */
+  errors: Record<string, string>;
+}
+
+export const SECURITY: Record<Security, Record<string, string[]>[]> = {
+  none: [],
+  apiKey: [{ ApiKey: [] }],
+  session: [{ WorkerSession: [] }],
+  apiKeyAndSession: [{ ApiKey: [], WorkerSession: [] }],
+};
+
+export const PIPELINES = 'Pipelines';
+export const SCHEDULES = 'Schedules';
+export const WORKER_PROTOCOL = 'Worker protocol';
+export const WORKER_ACTIVITY = 'Worker activity';
+export const SYSTEM = 'System';
+
+export const TAGS = [
+  { name: PIPELINES, description: 'Pipelines and stages (api-gateway).' },
+  { name: SCHEDULES, description: 'Named, application-scoped schedules (api-gateway).' },
+  {
+    name: WORKER_PROTOCOL,
+    description:
+      'Bootstrap, sessions, pull/ack, leases and results of HTTP workers (worker-gateway).',
+  },
+  {
+    name: WORKER_ACTIVITY,
+    description:
+      'Workers of an application and the events they sent, for dashboards (api-gateway).',
+  },
+  { name: SYSTEM, description: 'Version, legacy logs, this document and health (api-gateway).' },
+];
+
+export const empty = (description: string): Success => ({ description });

@@ -1,0 +1,101 @@
+import type { JsonMap } from '../types.js';
+import { SYSTEM } from './spec.js';
+import type { OperationSpec } from './spec.js';
+
+export const SYSTEM_OPERATIONS: OperationSpec[] = [
+  {
+    method: 'get',
+    path: '/version',
+    service: 'api-gateway',
+    operationId: 'getVersion',
+    tag: SYSTEM,
+    summary: 'Server version and licence tier',
+    security: 'none',
+    success: { '200': { description: 'build metadata', body: 'VersionInfo' } },
+    errors: {},
+  },
+  {
+    method: 'post',
+    path: '/logs',
+    service: 'api-gateway',
+    operationId: 'storeLog',
+    tag: SYSTEM,
+    summary: 'Store a free-form log line (legacy)',
+    description:
+      'An optional body `apiKey` attaches the line to an application when it matches a non-disabled key (expiry is not checked). Never 401.',
+    security: 'none',
+    body: { schema: 'LogRequest', required: true },
+    success: { '200': { description: 'stored', body: 'LogResponse' } },
+    errors: {
+      '400': 'malformed body, or a missing or empty `message`',
+      '500': 'the log or its keywords could not be stored',
+    },
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    service: 'api-gateway',
+    operationId: 'getOpenApiDocument',
+    tag: SYSTEM,
+    summary: 'This OpenAPI document',
+    security: 'none',
+    success: {
+      '200': {
+        description: 'the OpenAPI 3.1 document of the whole API',
+        body: { type: 'object', description: 'an OpenAPI 3.1 document' },
+      },
+    },
+    errors: {},
+  },
+  {
+    method: 'get',
+    path: '/healthz',
+    service: 'api-gateway',
+    operationId: 'getHealth',
+    tag: SYSTEM,
+    summary: 'Liveness of the process',
+    description: 'Every service answers it on its own port.',
+    security: 'none',
+    success: {
+      '200': {
+        description: 'the process is up',
+        body: {
+          type: 'object',
+          required: ['status'],
+          properties: { status: { type: 'string', const: 'ok' } },
+        },
+      },
+    },
+    errors: {},
+  },
+  {
+    method: 'get',
+    path: '/readyz',
+    service: 'api-gateway',
+    operationId: 'getReadiness',
+    tag: SYSTEM,
+    summary: 'Readiness: every dependency answers',
+    description: 'Every service answers it on its own port, with its own dependencies.',
+    security: 'none',
+    success: {
+      '200': { description: 'ready', body: readinessSchema('ready') },
+      '503': { description: 'a dependency does not answer', body: readinessSchema('not_ready') },
+    },
+    errors: {},
+  },
+];
+
+function readinessSchema(status: string): JsonMap {
+  return {
+    type: 'object',
+    required: ['status', 'checks'],
+    properties: {
+      status: { type: 'string', const: status },
+      checks: {
+        type: 'object',
+        description: 'dependency name → state',
+        additionalProperties: { type: 'string', enum: ['ok', 'unavailable'] },
+      },
+    },
+  };
+}
