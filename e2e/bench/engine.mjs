@@ -1,8 +1,14 @@
 // `npm run bench` (engine part): drives N pipelines of M stages through SDK workers over HTTP
 // against the five services started as processes, and prints throughput and latencies.
 // Not a test: it asserts nothing, it measures. Env: BENCH_PIPELINES (200), BENCH_STAGES (5),
-// BENCH_SLOTS (16 worker slots, split over 2 workers), BENCH_TRACING (unused until telemetry).
+// BENCH_SLOTS (16 worker slots, split over 2 workers), BENCH_TRACING=1: the same run twice,
+// tracing off and then on (every service and the bench's SDK workers export every span to a
+// JSON-lines file, OTEL_TRACES_EXPORTER=file), and a line comparing the two.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { shutdownTracing, startTracing } from '../../libs/telemetry/dist/index.js';
 import { createWorker } from '../../libs/worker-sdk/dist/index.js';
 import { percentile, startBenchCluster } from './cluster.mjs';
 
@@ -10,8 +16,12 @@ const PIPELINES = Number(process.env.BENCH_PIPELINES ?? 200);
 const STAGES = Number(process.env.BENCH_STAGES ?? 5);
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 16);
 
-export async function benchEngine(log = console.log) {
-  const cluster = await startBenchCluster();
+export async function benchEngine(log = console.log, { tracing = false } = {}) {
+  const spanDir = tracing ? mkdtempSync(join(tmpdir(), 'po-bench-spans-')) : undefined;
+  const otel = tracing ? { OTEL_TRACES_EXPORTER: 'file', OTEL_FILE_EXPORTER_PATH: join(spanDir, '{service}-{pid}.jsonl') } : {};
+  const cluster = await startBenchCluster({ env: otel });
+  // The SDK workers run in this process: with tracing, it registers a provider too (handler spans).
+  if (tracing) await startTracing({ serviceName: 'bench-worker', env: { ...process.env, ...otel } });
   const received = new Map(); // stageId -> ms when its pull answered
   const accepted = new Map(); // stageId -> ms when its result got 202
   // Wrap fetch to timestamp protocol events exactly where a worker sees them.
@@ -64,6 +74,7 @@ export async function benchEngine(log = console.log) {
   const pipelines = await cluster.waitAllTerminal(ids);
   const elapsedMs = performance.now() - started;
   await Promise.all(workers.map((w) => w.stop()));
+  if (tracing) await shutdownTracing();
 
   const readyToPulled = [];
   const resultToPulled = [];
@@ -78,6 +89,7 @@ export async function benchEngine(log = console.log) {
   }
   const completed = pipelines.filter((p) => p.status === 'Completed').length;
   const result = {
+    tracing,
     pipelines: PIPELINES,
     stagesPerPipeline: STAGES,
     workerSlots: SLOTS,
@@ -87,9 +99,36 @@ export async function benchEngine(log = console.log) {
     readyToPulledMs: { p50: percentile(readyToPulled, 50), p99: percentile(readyToPulled, 99) },
     result202ToNextPulledMs: { p50: percentile(resultToPulled, 50), p99: percentile(resultToPulled, 99) },
   };
-  log(JSON.stringify({ bench: 'engine', ...result }));
   await cluster.stop();
+  if (spanDir) {
+    // Every process flushed its spans on SIGTERM: count what was exported.
+    const files = readdirSync(spanDir);
+    result.spansExported = files.reduce((n, f) => n + readFileSync(join(spanDir, f), 'utf8').split('\n').filter(Boolean).length, 0);
+    result.spansPerStage = +(result.spansExported / (PIPELINES * STAGES)).toFixed(1);
+    rmSync(spanDir, { recursive: true, force: true });
+  }
+  log(JSON.stringify({ bench: 'engine', ...result }));
   return result;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await benchEngine();
+/** BENCH_TRACING=1: the engine bench with tracing off, then on, and the cost of tracing. */
+export async function benchEngineTracing(log = console.log) {
+  const off = await benchEngine(log, { tracing: false });
+  const on = await benchEngine(log, { tracing: true });
+  log(
+    JSON.stringify({
+      bench: 'engine-tracing-overhead',
+      stagesPerSecondOff: off.stagesPerSecond,
+      stagesPerSecondOn: on.stagesPerSecond,
+      throughputChangePercent: +(((on.stagesPerSecond - off.stagesPerSecond) / off.stagesPerSecond) * 100).toFixed(1),
+      readyToPulledP50Ms: { off: off.readyToPulledMs.p50, on: on.readyToPulledMs.p50 },
+      spansExported: on.spansExported,
+    }),
+  );
+  return { off, on };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  if (process.env.BENCH_TRACING === '1') await benchEngineTracing();
+  else await benchEngine();
+}

@@ -58,6 +58,8 @@ export interface StageNextFetcherOptions {
   /** The BullMQ lock lasts the visibility timeout: if this process dies, the lock lapses and any fetcher's stalled check requeues the job. */
   visibilityTimeoutMs: number;
   stalledIntervalMs: number;
+  /** A delivery whose lock lapsed was returned to its queue by this process's stalled check (metrics). */
+  onStalled?: (queue: string) => void;
 }
 
 /**
@@ -88,6 +90,7 @@ export class StageNextFetcher {
         skipLockRenewal: true,
       });
       worker.on('error', () => undefined);
+      if (this.options.onStalled) worker.on('stalled', () => this.options.onStalled?.(queue));
       void worker.startStalledCheckTimer().catch(() => undefined);
       this.workers.set(queue, worker);
     }

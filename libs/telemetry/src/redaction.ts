@@ -5,7 +5,7 @@
  * on purpose; this catches what an error message or a driver might carry.
  */
 
-const CREDENTIAL = /\bpo[sw]_[\w-]{43}/g;
+const CREDENTIAL = /p[ow]s_[\w-]{43}/g;
 const STRING_LITERAL = /"(?:[^"\\]|\\.)*"/g;
 const CENSOR = '[REDACTED]';
 
@@ -16,6 +16,8 @@ export const MAX_SENSITIVE_VALUES = 256;
 
 /** value → its JSON-escaped form (how it appears inside a serialised line). */
 const remembered = new Map<string, string>();
+/** The escaped forms, longest first (a value that contains another is censored whole); rebuilt on change. */
+let longestFirst: string[] | undefined;
 
 /** Tells the logger these values are sensitive: they are censored from every line from now on. */
 export function rememberSensitive(values: Iterable<string>): void {
@@ -23,6 +25,7 @@ export function rememberSensitive(values: Iterable<string>): void {
     if (value.length < MIN_SENSITIVE_CHARS) continue;
     remembered.delete(value);
     remembered.set(value, JSON.stringify(value).slice(1, -1));
+    longestFirst = undefined;
     if (remembered.size > MAX_SENSITIVE_VALUES) {
       const oldest = remembered.keys().next();
       if (!oldest.done) remembered.delete(oldest.value);
@@ -33,11 +36,17 @@ export function rememberSensitive(values: Iterable<string>): void {
 /** For tests: forget every remembered value. */
 export function forgetSensitive(): void {
   remembered.clear();
+  longestFirst = undefined;
+}
+
+function escapedValues(): string[] {
+  longestFirst ??= [...remembered.values()].sort((a, b) => b.length - a.length);
+  return longestFirst;
 }
 
 function censorLiteral(literal: string): string {
-  let out = literal.includes('po') ? literal.replace(CREDENTIAL, CENSOR) : literal;
-  for (const escaped of remembered.values()) {
+  let out = literal.includes('pos_') || literal.includes('pws_') ? literal.replace(CREDENTIAL, CENSOR) : literal;
+  for (const escaped of escapedValues()) {
     if (out.includes(escaped)) out = out.split(escaped).join(CENSOR);
   }
   return out;

@@ -11,6 +11,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
+import type * as SdkTraceBase from '@opentelemetry/sdk-trace-base';
 import type { Sampler } from '@opentelemetry/sdk-trace-base';
 import { PipelineIdGenerator } from './id-generator.js';
 import { tracingSettings, type TracingSettings } from './settings.js';
@@ -89,7 +90,7 @@ export async function shutdownTracing(): Promise<void> {
   await current?.shutdown();
 }
 
-type SdkBase = typeof import('@opentelemetry/sdk-trace-base');
+type SdkBase = Pick<typeof SdkTraceBase, 'AlwaysOffSampler' | 'AlwaysOnSampler' | 'ParentBasedSampler' | 'TraceIdRatioBasedSampler'>;
 
 function buildSampler(base: SdkBase, settings: Extract<TracingSettings, { enabled: true }>): Sampler {
   const root = (): Sampler => {

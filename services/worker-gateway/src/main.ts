@@ -3,7 +3,7 @@ import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
-import { createLogger, observeDeliveriesInflight, shutdownTracing } from '@po/telemetry';
+import { createLogger, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { Deliveries } from './deliveries/deliveries.js';
@@ -19,6 +19,8 @@ const wakeRedis = createRedis(config.redisUrl, 'worker');
 const fetcher = new StageNextFetcher(fetchRedis, config.queuePrefix, {
   visibilityTimeoutMs: config.visibilityTimeoutMs,
   stalledIntervalMs: Math.min(30_000, Math.max(1000, Math.floor(config.visibilityTimeoutMs / 2))),
+  // A lapsed lock requeued by BullMQ's stalled check is a visibility-timeout requeue too.
+  onStalled: () => visibilityRequeues().inc(),
 });
 const deliveries = new Deliveries(fetcher, config, logger);
 deliveries.startSweeping();

@@ -11,6 +11,7 @@ import {
   type ScheduleRunStatus,
 } from '@po/db';
 import { decideOverlap, planPipeline, type OverlapPolicy, type PipelineDefinitionInput } from '@po/domain';
+import { ATTR_SCHEDULE_NAME, startPipelineSpan, traceparentOf, tracingEnabled } from '@po/telemetry';
 import type { Announcement } from './deps.js';
 
 /**
@@ -60,7 +61,14 @@ async function createPipeline(ctx: FireContext): Promise<Creation> {
     pipelineId = await insertPipeline(tx, planned.pipeline, now);
   }
   ctx.open.push(pipelineId);
-  ctx.announcements.push({ type: 'pipeline.created', applicationId: schedule.applicationId, pipelineId });
+  // Tracing on only: the scheduled pipeline's trace opens with this span (its stages' spans are its children).
+  const span = tracingEnabled()
+    ? startPipelineSpan('schedule.fire', { traceId: planned.pipeline.traceId, applicationId: schedule.applicationId, id: pipelineId }, now.getTime(), {
+        [ATTR_SCHEDULE_NAME]: schedule.name,
+      })
+    : undefined;
+  span?.end();
+  ctx.announcements.push({ type: 'pipeline.created', applicationId: schedule.applicationId, pipelineId, traceparent: span && traceparentOf(span) });
   return { ok: true, pipelineId };
 }
 

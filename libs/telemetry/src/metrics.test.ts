@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { LabelCap, OTHER_LABEL, metricsText, observeDeliveriesInflight, observeStageNextQueues, resultsFenced, stageOutcomes } from './metrics.js';
+
+describe('metrics', () => {
+  it('caps a user-defined label: the first values pass, later ones become _other', () => {
+    const cap = new LabelCap(2);
+    expect([cap.value('a'), cap.value('b'), cap.value('c'), cap.value('a')]).toEqual(['a', 'b', OTHER_LABEL, 'a']);
+    expect(new LabelCap(5).value('x'.repeat(300))).toHaveLength(100);
+  });
+
+  it('serves the Prometheus text format with counters and gauges read on scrape', async () => {
+    let inflight = 3;
+    observeDeliveriesInflight(() => inflight);
+    observeStageNextQueues(async () => [{ queue: 'app_1_echo_StageNext', waiting: 4, active: 1, delayed: 0, oldestAgeSeconds: 2.5 }]);
+    stageOutcomes().labels('echo', 'completed').inc();
+    resultsFenced().labels('stale_execution').inc(2);
+    const first = await metricsText();
+    expect(first.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(first.body).toContain('# TYPE po_deliveries_inflight gauge');
+    expect(first.body).toContain('po_deliveries_inflight 3');
+    expect(first.body).toContain('po_stagenext_queue_messages{queue="app_1_echo_StageNext",state="waiting"} 4');
+    expect(first.body).toContain('po_stagenext_queue_oldest_age_seconds{queue="app_1_echo_StageNext"} 2.5');
+    expect(first.body).toContain('po_stage_outcomes_total{handler="echo",outcome="completed"} 1');
+    expect(first.body).toContain('po_results_fenced_total{reason="stale_execution"} 2');
+    inflight = 0;
+    expect((await metricsText()).body).toContain('po_deliveries_inflight 0');
+  });
+});
