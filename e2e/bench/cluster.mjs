@@ -81,6 +81,19 @@ export async function startBenchCluster({ services = ['api-gateway', 'worker-gat
       const headers = { 'x-api-key': app.apiKey };
       return Promise.all(ids.map(async (id) => (await fetch(`${urls['api-gateway']}/pipelines/${id}`, { headers })).json()));
     },
+    /** stageId → first execution's dispatched and published instants (ms), read from PostgreSQL. */
+    async executionTimes() {
+      const db = new pg.Client({ connectionString: env.DATABASE_URL });
+      await db.connect();
+      const { rows } = await db.query('SELECT stage_id, dispatched_at, published_at FROM stage_executions ORDER BY dispatched_at');
+      await db.end();
+      const times = new Map();
+      for (const r of rows) {
+        const id = Number(r.stage_id);
+        if (!times.has(id)) times.set(id, { dispatchedAt: r.dispatched_at.getTime(), publishedAt: r.published_at?.getTime() ?? null });
+      }
+      return times;
+    },
     async stop() {
       for (const p of procs) p.kill('SIGTERM');
       await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))));

@@ -76,6 +76,12 @@ export async function benchEngine(log = console.log, { tracing = false } = {}) {
   await Promise.all(workers.map((w) => w.stop()));
   if (tracing) await shutdownTracing();
 
+  // Where the time between "ready" and "pulled" goes: the dispatcher's pass (ready → execution
+  // created), the publish (→ confirmed by Redis), and the delivery (→ the pull answered).
+  const dispatch = await cluster.executionTimes();
+  const readyToDispatched = [];
+  const dispatchedToPublished = [];
+  const publishedToPulled = [];
   const readyToPulled = [];
   const resultToPulled = [];
   for (const p of pipelines) {
@@ -84,6 +90,12 @@ export async function benchEngine(log = console.log, { tracing = false } = {}) {
       if (pulledAt === undefined) return;
       const readyAt = i === 0 ? Date.parse(p.createdAt) : Date.parse(p.stages[i - 1].finishedAt);
       readyToPulled.push(pulledAt - readyAt);
+      const d = dispatch.get(s.id);
+      if (d) {
+        readyToDispatched.push(d.dispatchedAt - readyAt);
+        if (d.publishedAt) dispatchedToPublished.push(d.publishedAt - d.dispatchedAt);
+        if (d.publishedAt) publishedToPulled.push(pulledAt - d.publishedAt);
+      }
       if (i > 0) resultToPulled.push(pulledAt - accepted.get(p.stages[i - 1].id));
     });
   }
@@ -98,6 +110,11 @@ export async function benchEngine(log = console.log, { tracing = false } = {}) {
     stagesPerSecond: +((PIPELINES * STAGES) / (elapsedMs / 1000)).toFixed(1),
     readyToPulledMs: { p50: percentile(readyToPulled, 50), p99: percentile(readyToPulled, 99) },
     result202ToNextPulledMs: { p50: percentile(resultToPulled, 50), p99: percentile(resultToPulled, 99) },
+    breakdownMs: {
+      readyToDispatched: { p50: percentile(readyToDispatched, 50), p99: percentile(readyToDispatched, 99) },
+      dispatchedToPublished: { p50: percentile(dispatchedToPublished, 50), p99: percentile(dispatchedToPublished, 99) },
+      publishedToPulled: { p50: percentile(publishedToPulled, 50), p99: percentile(publishedToPulled, 99) },
+    },
   };
   await cluster.stop();
   if (spanDir) {
