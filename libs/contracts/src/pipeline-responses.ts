@@ -23,7 +23,6 @@ import type {
   Backoff,
   FailureDisposition,
   PipelineStatus,
-  StageOptionsInput,
   StageStatus,
 } from './pipelines.js';
 import { registerSchemas } from './validate.js';
@@ -273,28 +272,3 @@ registerSchemas(
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/**
- * StageOptions as responses and StageNextMessage carry them: all 13 fields, defaults of
- * addendum §4, `runNextIfFailed` set to the effective continuation value.
- */
-export function stageOptionsWithDefaults(
-  input: StageOptionsInput | undefined,
-  effectiveRunNextIfFailed: boolean,
-): StageOptions {
-  const o = input ?? {};
-  return {
-    runNextIfFailed: effectiveRunNextIfFailed,
-    retryInterval: o.retryInterval ?? 0,
-    maxRetries: o.maxRetries ?? 0,
-    timeOut: o.timeOut ?? null,
-    retryOnErrorCodes: o.retryOnErrorCodes ?? [],
-    backoff: o.backoff ?? 'fixed',
-    maxRetryInterval: o.maxRetryInterval ?? null,
-    jitter: o.jitter ?? false,
-    dependsOn: o.dependsOn ?? [],
-    runInParallelWith: o.runInParallelWith ?? [],
-    failIfOutputEmpty: o.failIfOutputEmpty ?? false,
-    notifyOnFailure: o.notifyOnFailure ?? false,
-    runAsUser: o.runAsUser ?? null,
-  };
-}

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  effectiveRunNextIfFailedOfCreate,
-  effectiveRunNextIfFailedOfInfo,
   legacyApiKeyOf,
-  stageInputBytes,
-  stageInputToString,
-  stageOptionsWithDefaults,
   validateAppendStages,
   validateIdempotencyLookup,
   validateIdempotentCreate,
@@ -277,68 +272,3 @@ describe('resume (ResumeStageRequest)', () => {
   });
 });
 
-describe('stage input and continuation rules (addendum §6)', () => {
-  it('a string is kept, another value becomes compact JSON, null or omitted becomes ""', () => {
-    expect(stageInputToString('raw')).toBe('raw');
-    expect(stageInputToString({ a: 1 })).toBe('{"a":1}');
-    expect(stageInputToString(42)).toBe('42');
-    expect(stageInputToString(true)).toBe('true');
-    expect(stageInputToString([1, 2])).toBe('[1,2]');
-    expect(stageInputToString(null)).toBe('');
-    expect(stageInputToString(undefined)).toBe('');
-    expect(stageInputBytes('é')).toBe(2);
-    expect(stageInputBytes({ a: 'é' })).toBe(10);
-    expect(stageInputBytes(null)).toBe(0);
-  });
-
-  it('StageInfo precedence: options.runNextIfFailed over runNextIfCurrentFailed over runNextIfFailed', () => {
-    const base = { stageName: 's', stageHandlerName: 'h' };
-    expect(effectiveRunNextIfFailedOfInfo(base)).toBe(false);
-    expect(effectiveRunNextIfFailedOfInfo({ ...base, runNextIfFailed: true })).toBe(true);
-    expect(
-      effectiveRunNextIfFailedOfInfo({
-        ...base,
-        runNextIfFailed: true,
-        runNextIfCurrentFailed: false,
-      }),
-    ).toBe(false);
-    expect(
-      effectiveRunNextIfFailedOfInfo({
-        ...base,
-        runNextIfCurrentFailed: false,
-        options: { runNextIfFailed: true },
-      }),
-    ).toBe(true);
-    expect(effectiveRunNextIfFailedOfCreate({ ...base, runNextIfFailed: true })).toBe(true);
-    expect(
-      effectiveRunNextIfFailedOfCreate({
-        ...base,
-        runNextIfFailed: true,
-        options: { runNextIfFailed: false },
-      }),
-    ).toBe(false);
-  });
-
-  it('StageOptions in responses carry all 13 fields with the defaults of addendum §4', () => {
-    expect(stageOptionsWithDefaults(undefined, false)).toEqual({
-      runNextIfFailed: false,
-      retryInterval: 0,
-      maxRetries: 0,
-      timeOut: null,
-      retryOnErrorCodes: [],
-      backoff: 'fixed',
-      maxRetryInterval: null,
-      jitter: false,
-      dependsOn: [],
-      runInParallelWith: [],
-      failIfOutputEmpty: false,
-      notifyOnFailure: false,
-      runAsUser: null,
-    });
-    expect(stageOptionsWithDefaults({ timeOut: 30, backoff: 'linear' }, true)).toMatchObject({
-      runNextIfFailed: true,
-      timeOut: 30,
-      backoff: 'linear',
-    });
-  });
-});

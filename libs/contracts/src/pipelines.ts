@@ -5,7 +5,7 @@ import { arrayOf, bool, enumOf, freeObject, int, named, nullable, ref, str } fro
 import type { JsonSchema } from './fragments.js';
 import type { JsonObject, NonNullJsonValue } from './json.js';
 import { limits } from './limits.js';
-import { compile, registerSchemas, utf8Bytes } from './validate.js';
+import { compile, registerSchemas } from './validate.js';
 import type { Validator } from './validate.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ export interface StageInfo {
   stageName: string;
   stageHandlerName: string;
   description?: string;
-  /** Any JSON value; see `stageInputToString`. */
+  /** Any JSON value: a string is kept, other JSON becomes compact JSON (libs/domain `inputString`). */
   input?: NonNullJsonValue;
   policies?: JsonObject[];
   options?: StageOptionsInput;
@@ -369,31 +369,3 @@ export function legacyApiKeyOf(body: unknown): string | undefined {
   return typeof key === 'string' ? key : undefined;
 }
 
-/**
- * The stored input string of a StageInfo / WorkerAppendedStage / trigger `input` (addendum §6):
- * a string as is, another non-null value as compact JSON, null or omitted as `""`.
- */
-export function stageInputToString(input: unknown): string {
-  if (input === undefined || input === null) return '';
-  return typeof input === 'string' ? input : JSON.stringify(input);
-}
-
-/** UTF-8 bytes of the stored input string (what the 262144-byte limit applies to). */
-export function stageInputBytes(input: unknown): number {
-  return input === undefined || input === null ? 0 : utf8Bytes(input);
-}
-
-/** Effective continuation of a StageCreate: options.runNextIfFailed ?? runNextIfFailed ?? false. */
-export function effectiveRunNextIfFailedOfCreate(stage: StageCreate): boolean {
-  return stage.options?.runNextIfFailed ?? stage.runNextIfFailed ?? false;
-}
-
-/**
- * Effective continuation of a StageInfo: options.runNextIfFailed ?? runNextIfCurrentFailed
- * ?? runNextIfFailed ?? false.
- */
-export function effectiveRunNextIfFailedOfInfo(stage: StageInfo): boolean {
-  return (
-    stage.options?.runNextIfFailed ?? stage.runNextIfCurrentFailed ?? stage.runNextIfFailed ?? false
-  );
-}

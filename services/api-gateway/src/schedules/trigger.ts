@@ -1,6 +1,6 @@
-import { stageInputToString, type ScheduleRun, type ScheduleTriggerRequest } from '@po/contracts';
+import type { ScheduleRun, ScheduleTriggerRequest } from '@po/contracts';
 import { inSavepoint, insertPipeline, insertRun, loadPipeline, loadRun, lockScheduleByName } from '@po/db';
-import { NotFound, planPipeline, type PipelineDefinitionInput } from '@po/domain';
+import { NotFound, inputString, planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, type PipelineResponse } from '../pipelines/view.js';
 import { ScheduleArchived } from './plan.js';
@@ -11,7 +11,7 @@ function definitionWithInput(definition: PipelineDefinitionInput, input: unknown
   if (input === undefined || input === null) return definition;
   const [first, ...rest] = definition.stages;
   if (!first) return definition;
-  return { ...definition, stages: [{ ...first, input: stageInputToString(input) }, ...rest] };
+  return { ...definition, stages: [{ ...first, input: inputString(input) }, ...rest] };
 }
 
 /**
