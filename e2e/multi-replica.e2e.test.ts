@@ -47,7 +47,9 @@ describe.skipIf(!nginxAvailability.nginx)('two worker-gateway replicas behind ng
 
   const headers = (w: Worker) => ({ 'x-api-key': key, 'x-worker-session': w.session });
   const post = (front: NginxFront, path: string, json: unknown, h: Record<string, string>) => call(front.url, 'POST', path, { json, headers: h });
-  const upstream = (r: Reply) => r.headers.get('x-upstream-addr');
+  // nginx lists every upstream it tried ("dead:port, alive:port" after a failed connect): the
+  // last one is the process that answered.
+  const upstream = (r: Reply) => r.headers.get('x-upstream-addr')?.split(',').pop()?.trim() ?? null;
 
   async function pull(front: NginxFront, w: Worker, handler: Handler, waitSeconds: number): Promise<Pulled> {
     const r = await post(front, '/jobs/pull', { queue: w.queues[handler], waitSeconds }, headers(w));
