@@ -25,6 +25,8 @@ export * from './pipelines.js';
 export * from './pipeline-responses.js';
 export * from './schedules.js';
 export * from './workers.js';
+export * from './worker-validators.js';
+export * from './worker-queues.js';
 export * from './system.js';
 export * from './problem.js';
 export * from './params.js';

@@ -23,8 +23,7 @@ import type { ContextItemInput, StageInfo } from './pipelines.js';
 // Registers StageOptions and ContextItem, which StageNextMessage refers to.
 import './pipeline-responses.js';
 import type { ContextItem, StageOptions } from './pipeline-responses.js';
-import { compile, registerSchemas } from './validate.js';
-import type { Validator } from './validate.js';
+import { registerSchemas } from './validate.js';
 
 // ---------------------------------------------------------------------------------------------
 // Enumerations
@@ -231,7 +230,8 @@ export const workerEventSchema = named(
   { required: ['kind'] },
 );
 
-function eventsSchema(maxBatch: number, withId: boolean): JsonSchema {
+/** The events request schema for a batch limit (the registered one carries the default and an id). */
+export function eventsSchema(maxBatch: number, withId: boolean): JsonSchema {
   const schema = named(
     'WorkerEventsRequest',
     {
@@ -380,61 +380,3 @@ registerSchemas(
   pullJobResponseSchema,
   stageResultAcceptedSchema,
 );
-
-// ---------------------------------------------------------------------------------------------
-// Validators
-
-export const validateBootstrap: Validator<BootstrapRequest> = compile(bootstrapRequestSchema);
-export const validateHeartbeat: Validator<HeartbeatRequest> = compile(heartbeatRequestSchema);
-export const validateShutdown: Validator<ShutdownRequest> = compile(shutdownRequestSchema);
-export const validatePull: Validator<PullJobRequest> = compile(pullJobRequestSchema);
-export const validateAck: Validator<AckJobRequest> = compile(ackJobRequestSchema);
-export const validateLease: Validator<StageLeaseRequest> = compile(stageLeaseRequestSchema);
-export const validateResultSubmit: Validator<StageResultSubmit> = compile(stageResultSubmitSchema);
-/** Validates a StageNextMessage exactly as received (queue consumers; nothing is dropped). */
-export const validateStageNextMessage: Validator<StageNextMessage> = compile(
-  stageNextMessageSchema,
-  { normalise: false },
-);
-
-const eventsValidators = new Map<number, Validator<WorkerEventsRequest>>([
-  [limits.workerEventsMaxBatchDefault, compile(workerEventsRequestSchema)],
-]);
-
-/**
- * The events validator for a configured WORKER_EVENTS_MAX_BATCH (compiled once per value).
- * An empty batch or one over `maxBatch` is an error at `/events`; item errors point at the item.
- */
-export function eventsRequestValidator(maxBatch: number): Validator<WorkerEventsRequest> {
-  if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) {
-    throw new RangeError(`maxBatch must be a positive integer, got ${String(maxBatch)}`);
-  }
-  let validator = eventsValidators.get(maxBatch);
-  if (validator === undefined) {
-    validator = compile<WorkerEventsRequest>(eventsSchema(maxBatch, false));
-    eventsValidators.set(maxBatch, validator);
-  }
-  return validator;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Queue names
-
-const QUEUE_NAME = /^app_([1-9][0-9]*)_(.+)_StageNext$/s;
-
-/** `app_{applicationId}_{handler}_StageNext`. */
-export function stageQueueName(applicationId: number, handler: string): string {
-  return `app_${applicationId}_${handler}_StageNext`;
-}
-
-/** The parts of a stage queue name, or undefined when the name is not of that form. */
-export function parseStageQueueName(
-  queue: string,
-): { applicationId: number; handler: string } | undefined {
-  const m = QUEUE_NAME.exec(queue);
-  if (m === null) return undefined;
-  const [, app, handler] = m;
-  const applicationId = Number(app);
-  if (handler === undefined || !Number.isSafeInteger(applicationId)) return undefined;
-  return { applicationId, handler };
-}
