@@ -2,7 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type { ParameterizedContext } from 'koa';
 import { DomainError, NotFound, type ErrorCode, type FieldError } from '@po/domain';
-import { httpRequestDuration, tracingEnabled, withSpan, type Logger } from '@po/telemetry';
+import {
+  httpRequestDuration,
+  parseTraceparent,
+  tracingEnabled,
+  withSpan,
+  type Logger,
+} from '@po/telemetry';
 import { toProblem } from './problem.js';
 import type { Router } from './router.js';
 import { metricsEndpoint } from './metrics.js';
@@ -24,12 +30,8 @@ export interface HttpAppOptions {
   routers: Router[];
 }
 
-const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
-
 function incomingTraceId(header: string | undefined): string {
-  const match = header ? TRACEPARENT.exec(header.trim().toLowerCase()) : null;
-  const traceId = match?.[1];
-  return traceId && !/^0+$/.test(traceId) ? traceId : randomBytes(16).toString('hex');
+  return parseTraceparent(header)?.traceId ?? randomBytes(16).toString('hex');
 }
 
 /** Builds a koa app (no listen) with trace ids (and spans when tracing is on), access logs, HTTP metrics, GET /metrics, problem+json errors and a 404 fallback. */
@@ -43,7 +45,9 @@ export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState
     ctx.state.params = {};
     // With tracing on, the request's SERVER span decides the traceId; off, nothing is allocated for it.
     const span = tracingEnabled() ? startServerSpan(ctx) : undefined;
-    ctx.state.traceId = span ? span.spanContext().traceId : incomingTraceId(ctx.get('traceparent') || undefined);
+    ctx.state.traceId = span
+      ? span.spanContext().traceId
+      : incomingTraceId(ctx.get('traceparent') || undefined);
     try {
       await (span ? withSpan(span, next) : next());
     } catch (err) {
@@ -51,7 +55,9 @@ export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState
     }
     const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
     const elapsedMs = performance.now() - started;
-    httpRequestDuration().labels(ctx.method, route, String(ctx.status)).observe(elapsedMs / 1000);
+    httpRequestDuration()
+      .labels(ctx.method, route, String(ctx.status))
+      .observe(elapsedMs / 1000);
     if (span) endServerSpan(span, ctx, route);
     logger.info(
       {
@@ -93,5 +99,6 @@ function writeProblem(ctx: AppContext, err: unknown, logger: Logger): void {
   ctx.status = body.status;
   ctx.type = 'application/problem+json';
   ctx.body = JSON.stringify(body);
-  if (code === 'too_many_inflight') ctx.set('Retry-After', String((err as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1));
+  if (code === 'too_many_inflight')
+    ctx.set('Retry-After', String((err as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1));
 }

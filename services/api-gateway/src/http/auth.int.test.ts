@@ -47,18 +47,7 @@ beforeAll(async () => {
   expect(out).toEqual({ keyId: disabled.keyId, disabled: true });
   disabledKey = disabled.apiKey;
 
-  const expired = (await runAdmin(gw.db, [
-    'apps',
-    'keys',
-    'create',
-    '--app',
-    String(gw.appA.id),
-    '--expires-at',
-    new Date(Date.now() - 1000).toISOString(),
-  ])) as {
-    apiKey: string;
-  };
-  expiredKey = expired.apiKey;
+  expiredKey = await gw.invalidKey('expired');
 });
 afterAll(async () => {
   await gw?.close();

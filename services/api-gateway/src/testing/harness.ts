@@ -3,7 +3,12 @@ import type { Db } from '@po/db';
 import { listen } from '@po/http';
 import { createPipelineEventsProducer, createRedis, type PipelineEventsProducer } from '@po/queues';
 import { createLogger } from '@po/telemetry';
-import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix } from '@po/testing';
+import {
+  TEST_REDIS_URL,
+  cleanupRedisPrefix,
+  createTestDatabase,
+  testQueuePrefix,
+} from '@po/testing';
 import { runAdmin } from '../admin/commands.js';
 import { buildApp } from '../app.js';
 import type { Deps } from '../deps.js';
@@ -27,11 +32,16 @@ export interface CallOptions {
  * An api-gateway on an ephemeral port, over its own database and queue prefix, with two
  * applications (A and B) and every log line captured for secret searches.
  */
-export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events' | 'clock'>> & { maxBodyBytes?: number } = {}) {
+export async function startGateway(
+  overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events' | 'clock'>> & {
+    maxBodyBytes?: number;
+  } = {},
+) {
   const database = await createTestDatabase();
   const prefix = testQueuePrefix('gw');
   const redis = createRedis(TEST_REDIS_URL, 'producer');
-  const events: PipelineEventsProducer = overrides.events ?? createPipelineEventsProducer(redis, prefix);
+  const events: PipelineEventsProducer =
+    overrides.events ?? createPipelineEventsProducer(redis, prefix);
   const logLines: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -41,16 +51,31 @@ export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutS
   });
   const logger = createLogger({ service: 'api-gateway', level: 'debug', destination });
   const db: Db = database.db;
-  const deps: Deps = { db, events, logger, clock: overrides.clock ?? (() => new Date()), cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10 };
+  const deps: Deps = {
+    db,
+    events,
+    logger,
+    clock: overrides.clock ?? (() => new Date()),
+    cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10,
+  };
   const app = buildApp(
     deps,
-    { maxBodyBytes: overrides.maxBodyBytes ?? 33_554_432, build: { version: '0.5.0', commit: null, builtAt: null } },
+    {
+      maxBodyBytes: overrides.maxBodyBytes ?? 33_554_432,
+      build: { version: '0.5.0', commit: null, builtAt: null },
+    },
     { postgres: () => db.$queryRaw`SELECT 1`, redis: () => redis.ping() },
   );
   const server = await listen(app, '127.0.0.1', 0);
   const url = `http://127.0.0.1:${server.port}`;
-  const a = (await runAdmin(db, ['apps', 'create', '--name', 'A'])) as { applicationId: number; apiKey: string };
-  const b = (await runAdmin(db, ['apps', 'create', '--name', 'B'])) as { applicationId: number; apiKey: string };
+  const a = (await runAdmin(db, ['apps', 'create', '--name', 'A'])) as {
+    applicationId: number;
+    apiKey: string;
+  };
+  const b = (await runAdmin(db, ['apps', 'create', '--name', 'B'])) as {
+    applicationId: number;
+    apiKey: string;
+  };
 
   async function call(method: string, path: string, options: CallOptions = {}): Promise<Reply> {
     const headers: Record<string, string> = { ...options.headers };
@@ -72,9 +97,27 @@ export async function startGateway(overrides: Partial<Pick<Deps, 'cancelTimeoutS
     return { status: res.status, headers: res.headers, text, body: parsed };
   }
 
+  /** Another key of application A that is no longer valid: expired a minute ago, or disabled. */
+  async function invalidKey(kind: 'expired' | 'disabled'): Promise<string> {
+    const expiry =
+      kind === 'expired' ? ['--expires-at', new Date(Date.now() - 60_000).toISOString()] : [];
+    const key = (await runAdmin(db, [
+      'apps',
+      'keys',
+      'create',
+      '--app',
+      String(a.applicationId),
+      ...expiry,
+    ])) as { apiKey: string; keyId: number };
+    if (kind === 'disabled')
+      await runAdmin(db, ['apps', 'keys', 'disable', '--key-id', String(key.keyId)]);
+    return key.apiKey;
+  }
+
   return {
     url,
     db,
+    invalidKey,
     prefix,
     redis,
     logLines,

@@ -11,7 +11,6 @@ import {
   type FieldError,
   type JsonSchema,
 } from '@po/contracts';
-import { runAdmin } from '../../admin/commands.js';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
 
 let gw: Gateway;
@@ -149,24 +148,9 @@ describe('POST /pipelines (legacy contract)', () => {
   });
 
   it('a disabled or expired body apiKey is a 401', async () => {
-    const expired = (await runAdmin(gw.db, [
-      'apps',
-      'keys',
-      'create',
-      '--app',
-      String(gw.appA.id),
-      '--expires-at',
-      new Date(Date.now() - 60_000).toISOString(),
-    ])) as { apiKey: string };
-    const disabled = (await runAdmin(gw.db, [
-      'apps',
-      'keys',
-      'create',
-      '--app',
-      String(gw.appA.id),
-    ])) as { apiKey: string; keyId: number };
-    await runAdmin(gw.db, ['apps', 'keys', 'disable', '--key-id', String(disabled.keyId)]);
-    for (const apiKey of [expired.apiKey, disabled.apiKey]) {
+    const expired = await gw.invalidKey('expired');
+    const disabled = await gw.invalidKey('disabled');
+    for (const apiKey of [expired, disabled]) {
       expectProblem(
         await gw.call('POST', '/pipelines', { json: { apiKey, ...definition() }, key: null }),
         401,

@@ -3,11 +3,11 @@
 // §4, §6, §8).
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem } from '@po/testing';
 import {
   appendStagesResponseSchema,
   compile,
   pipelineResponseSchema,
-  problemDetailsSchema,
   type FieldError,
   type JsonSchema,
 } from '@po/contracts';
@@ -24,7 +24,6 @@ afterAll(async () => {
   await gw?.close();
 });
 
-const problemShape = compile(problemDetailsSchema, { normalise: false });
 function shapeErrors(schema: JsonSchema, body: unknown): FieldError[] {
   const checked = compile(schema, { normalise: false })(body);
   return checked.ok ? [] : checked.errors;
@@ -34,22 +33,6 @@ function expectJson(reply: Reply, status: number, schema: JsonSchema) {
   expect(reply.headers.get('content-type')).toBe('application/json; charset=utf-8');
   expect(shapeErrors(schema, reply.body)).toEqual([]);
   return reply.body;
-}
-function expectProblem(reply: Reply, status: number, code: string, fields?: string[]): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const checked = problemShape(reply.body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({
-    status,
-    code,
-    type: `urn:problem-type:pipeline-orchestration:${code}`,
-  });
-  if (code === 'validation_failed') {
-    expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual(
-      [...(fields ?? [])].sort(),
-    );
-  }
 }
 
 async function eventsFor(pipelineId: number) {

@@ -3,11 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem } from '@po/testing';
 import {
   compile,
   pipelineResponseSchema,
-  problemDetailsSchema,
-  type FieldError,
 } from '@po/contracts';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
 
@@ -22,24 +21,7 @@ afterAll(async () => {
   await gw?.close();
 });
 
-const problemShape = compile(problemDetailsSchema, { normalise: false });
 const pipelineShape = compile(pipelineResponseSchema, { normalise: false });
-function expectProblem(reply: Reply, status: number, code: string, fields?: string[]): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const checked = problemShape(reply.body);
-  expect(checked.ok ? [] : checked.errors).toEqual([]);
-  expect(reply.body).toMatchObject({
-    status,
-    code,
-    type: `urn:problem-type:pipeline-orchestration:${code}`,
-  });
-  if (code === 'validation_failed') {
-    expect([...new Set((reply.body.errors as FieldError[]).map((e) => e.field))].sort()).toEqual(
-      [...(fields ?? [])].sort(),
-    );
-  }
-}
 function expectNoContent(reply: Reply): void {
   expect(reply.status, reply.text).toBe(204);
   expect(reply.text).toBe('');

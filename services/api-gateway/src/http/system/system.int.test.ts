@@ -103,15 +103,7 @@ describe('POST /logs', () => {
   });
 
   it('an EXPIRED key still attaches the line (the lookup ignores expiry)', async () => {
-    const expired = (await runAdmin(gw.db, [
-      'apps',
-      'keys',
-      'create',
-      '--app',
-      String(gw.appA.id),
-      '--expires-at',
-      new Date(Date.now() - 3_600_000).toISOString(),
-    ])) as { apiKey: string };
+    const expired = { apiKey: await gw.invalidKey('expired') };
     // The key really is expired: an X-API-Key route refuses it.
     expect((await gw.call('GET', '/pipelines/1', { key: expired.apiKey })).status).toBe(401);
     const body = expectJson(

@@ -2,7 +2,13 @@
 // applications, parameter errors and credentials (issue item 5; decision 0040; addendum §3, §14.8).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, workerEventPageSchema, workerPageSchema, type WorkerEventRecord, type WorkerSummary } from '@po/contracts';
+import {
+  compile,
+  workerEventPageSchema,
+  workerPageSchema,
+  type WorkerEventRecord,
+  type WorkerSummary,
+} from '@po/contracts';
 import { bootstrapWorker, insertWorkerEvents, recordHeartbeat, recordShutdown } from '@po/db';
 import { expectProblem } from '@po/testing';
 import { runAdmin } from '../../admin/commands.js';
@@ -32,7 +38,10 @@ function expectPage(reply: Reply, shape: typeof shapes.workers | typeof shapes.e
 const T0 = Date.parse('2025-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function seedWorker(applicationId: number, options: { createdAt: number; id?: string; name?: string | null }) {
+async function seedWorker(
+  applicationId: number,
+  options: { createdAt: number; id?: string; name?: string | null },
+) {
   const id = options.id ?? randomUUID();
   await gw.db.worker.create({
     data: {
@@ -52,8 +61,15 @@ async function allPages(path: string, limit: number, key = gw.appA.key) {
   let cursor: string | null = null;
   do {
     const sep = path.includes('?') ? '&' : '?';
-    const reply = await gw.call('GET', `${path}${sep}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key });
-    const page = expectPage(reply, path.includes('/events') ? shapes.events : shapes.workers) as (typeof pages)[number];
+    const reply = await gw.call(
+      'GET',
+      `${path}${sep}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      { key },
+    );
+    const page = expectPage(
+      reply,
+      path.includes('/events') ? shapes.events : shapes.workers,
+    ) as (typeof pages)[number];
     pages.push(page);
     cursor = page.nextCursor;
   } while (cursor !== null && pages.length < 50);
@@ -66,10 +82,18 @@ describe('GET /workers', () => {
   let bWorker: string;
 
   beforeAll(async () => {
-    other = (await runAdmin(gw.db, ['apps', 'create', '--name', 'workers-list-empty'])) as typeof other;
+    other = (await runAdmin(gw.db, [
+      'apps',
+      'create',
+      '--name',
+      'workers-list-empty',
+    ])) as typeof other;
     // Five workers of A, two of them created at the same millisecond (ordered by id then).
     const tie = T0 + 2_000;
-    const ids = [await seedWorker(gw.appA.id, { createdAt: T0 }), await seedWorker(gw.appA.id, { createdAt: T0 + 1_000 })];
+    const ids = [
+      await seedWorker(gw.appA.id, { createdAt: T0 }),
+      await seedWorker(gw.appA.id, { createdAt: T0 + 1_000 }),
+    ];
     const tied = [randomUUID(), randomUUID()].sort();
     for (const id of [...tied].reverse()) await seedWorker(gw.appA.id, { createdAt: tie, id });
     ids.push(...tied, await seedWorker(gw.appA.id, { createdAt: T0 + 3_000, name: null }));
@@ -101,24 +125,33 @@ describe('GET /workers', () => {
       const pages = await allPages('/workers', limit);
       expect(pages.flatMap((p) => p.items.map((w) => w.workerId))).toEqual(aWorkers);
       expect(pages).toHaveLength(Math.ceil(aWorkers.length / limit));
-      expect(pages.slice(0, -1).every((p) => p.items.length === limit && p.nextCursor !== null)).toBe(true);
+      expect(
+        pages.slice(0, -1).every((p) => p.items.length === limit && p.nextCursor !== null),
+      ).toBe(true);
       expect(pages.at(-1)?.nextCursor).toBeNull();
     }
     // The largest page size is accepted.
-    expect(expectPage(await gw.call('GET', '/workers?limit=200'), shapes.workers).items).toHaveLength(aWorkers.length);
+    expect(
+      expectPage(await gw.call('GET', '/workers?limit=200'), shapes.workers).items,
+    ).toHaveLength(aWorkers.length);
   });
 
   it('is application-scoped: B sees only its worker, a new application none', async () => {
     const b = expectPage(await gw.call('GET', '/workers', { key: gw.appB.key }), shapes.workers);
     expect((b.items as WorkerSummary[]).map((w) => w.workerId)).toEqual([bWorker]);
-    const none = expectPage(await gw.call('GET', '/workers', { key: other.apiKey }), shapes.workers);
+    const none = expectPage(
+      await gw.call('GET', '/workers', { key: other.apiKey }),
+      shapes.workers,
+    );
     expect(none).toEqual({ items: [], nextCursor: null });
   });
 
   it("a cursor of A's listing is a 400 for B", async () => {
     const first = expectPage(await gw.call('GET', '/workers?limit=1'), shapes.workers);
     expect(first.nextCursor).not.toBeNull();
-    const reply = await gw.call('GET', `/workers?cursor=${encodeURIComponent(first.nextCursor!)}`, { key: gw.appB.key });
+    const reply = await gw.call('GET', `/workers?cursor=${encodeURIComponent(first.nextCursor!)}`, {
+      key: gw.appB.key,
+    });
     expectProblem(reply, 400, 'validation_failed', ['cursor']);
   });
 
@@ -139,16 +172,42 @@ describe('GET /workers', () => {
   it('a cursor of the events listing is not a workers cursor', async () => {
     const workerId = aWorkers[0]!;
     await insertWorkerEvents(gw.db, { workerId, applicationId: gw.appA.id }, [
-      { kind: 'custom', at: new Date(T0), message: null, stageId: null, pipelineId: null, data: null },
-      { kind: 'custom', at: new Date(T0), message: null, stageId: null, pipelineId: null, data: null },
+      {
+        kind: 'custom',
+        at: new Date(T0),
+        message: null,
+        stageId: null,
+        pipelineId: null,
+        data: null,
+      },
+      {
+        kind: 'custom',
+        at: new Date(T0),
+        message: null,
+        stageId: null,
+        pipelineId: null,
+        data: null,
+      },
     ]);
-    const events = expectPage(await gw.call('GET', `/workers/${workerId}/events?limit=1`), shapes.events);
-    expectProblem(await gw.call('GET', `/workers?cursor=${events.nextCursor!}`), 400, 'validation_failed', ['cursor']);
+    const events = expectPage(
+      await gw.call('GET', `/workers/${workerId}/events?limit=1`),
+      shapes.events,
+    );
+    expectProblem(
+      await gw.call('GET', `/workers?cursor=${events.nextCursor!}`),
+      400,
+      'validation_failed',
+      ['cursor'],
+    );
   });
 
   it('401 without a key or with an invalid one, before parameters are checked', async () => {
     expectProblem(await gw.call('GET', '/workers', { key: null }), 401, 'unauthorized');
-    expectProblem(await gw.call('GET', '/workers?limit=0', { key: 'pos_wrong' }), 401, 'unauthorized');
+    expectProblem(
+      await gw.call('GET', '/workers?limit=0', { key: 'pos_wrong' }),
+      401,
+      'unauthorized',
+    );
   });
 });
 
@@ -171,12 +230,33 @@ describe('worker records written by the worker protocol', () => {
         expiresAt,
       }),
     );
-    await recordHeartbeat(gw.db, workerId, { now: new Date(now.getTime() + 5_000), inFlight: 2, processed: 10, failed: 1 });
+    await recordHeartbeat(gw.db, workerId, {
+      now: new Date(now.getTime() + 5_000),
+      inFlight: 2,
+      processed: 10,
+      failed: 1,
+    });
     await insertWorkerEvents(gw.db, { workerId, applicationId }, [
-      { kind: 'stage_started', at: new Date(now.getTime() + 6_000), message: 'go', stageId: 12, pipelineId: 3, data: { attempt: 1 } },
-      { kind: 'stage_completed', at: new Date(now.getTime() + 7_000), message: null, stageId: 12, pipelineId: 3, data: null },
+      {
+        kind: 'stage_started',
+        at: new Date(now.getTime() + 6_000),
+        message: 'go',
+        stageId: 12,
+        pipelineId: 3,
+        data: { attempt: 1 },
+      },
+      {
+        kind: 'stage_completed',
+        at: new Date(now.getTime() + 7_000),
+        message: null,
+        stageId: 12,
+        pipelineId: 3,
+        data: null,
+      },
     ]);
-    await gw.db.$transaction((tx) => recordShutdown(tx, { workerId, applicationId }, 'deploy', new Date(now.getTime() + 8_000)));
+    await gw.db.$transaction((tx) =>
+      recordShutdown(tx, { workerId, applicationId }, 'deploy', new Date(now.getTime() + 8_000)),
+    );
 
     const list = expectPage(await gw.call('GET', '/workers', { key }), shapes.workers);
     expect(list.items).toEqual([
@@ -193,10 +273,22 @@ describe('worker records written by the worker protocol', () => {
       },
     ]);
 
-    const events = expectPage(await gw.call('GET', `/workers/${workerId}/events`, { key }), shapes.events);
+    const events = expectPage(
+      await gw.call('GET', `/workers/${workerId}/events`, { key }),
+      shapes.events,
+    );
     const items = events.items as WorkerEventRecord[];
-    expect(items.map((e) => e.kind)).toEqual(['stopped', 'stage_completed', 'stage_started', 'started']);
-    expect(items[0]).toMatchObject({ kind: 'stopped', message: 'deploy', at: iso(now.getTime() + 8_000) });
+    expect(items.map((e) => e.kind)).toEqual([
+      'stopped',
+      'stage_completed',
+      'stage_started',
+      'started',
+    ]);
+    expect(items[0]).toMatchObject({
+      kind: 'stopped',
+      message: 'deploy',
+      at: iso(now.getTime() + 8_000),
+    });
     expect(items[2]).toEqual({
       id: items[2]!.id,
       kind: 'stage_started',
@@ -225,17 +317,32 @@ describe('worker records written by the worker protocol', () => {
       }),
     );
     const again = expectPage(await gw.call('GET', '/workers', { key }), shapes.workers);
-    expect(again.items).toMatchObject([{ workerId, status: 'Active', sessionExpiresAt: iso(later.getTime() + 60_000) }]);
+    expect(again.items).toMatchObject([
+      { workerId, status: 'Active', sessionExpiresAt: iso(later.getTime() + 60_000) },
+    ]);
   });
 
   it('an expired current session is still reported (past sessionExpiresAt)', async () => {
     const { id: applicationId, key } = await newApplication('expired');
     const workerId = await seedWorker(applicationId, { createdAt: T0 });
     await gw.db.workerSession.create({
-      data: { tokenHash: 'a'.repeat(64), workerId, applicationId, createdAt: new Date(T0), expiresAt: new Date(T0 + 1_000), supersededAt: new Date(T0 + 500) },
+      data: {
+        tokenHash: 'a'.repeat(64),
+        workerId,
+        applicationId,
+        createdAt: new Date(T0),
+        expiresAt: new Date(T0 + 1_000),
+        supersededAt: new Date(T0 + 500),
+      },
     });
     await gw.db.workerSession.create({
-      data: { tokenHash: 'b'.repeat(64), workerId, applicationId, createdAt: new Date(T0 + 500), expiresAt: new Date(T0 + 2_000) },
+      data: {
+        tokenHash: 'b'.repeat(64),
+        workerId,
+        applicationId,
+        createdAt: new Date(T0 + 500),
+        expiresAt: new Date(T0 + 2_000),
+      },
     });
     const page = expectPage(await gw.call('GET', '/workers', { key }), shapes.workers);
     expect((page.items as WorkerSummary[])[0]?.sessionExpiresAt).toBe(iso(T0 + 2_000));
@@ -265,15 +372,33 @@ describe('GET /workers/{workerId}/events', () => {
         data: { i },
       })),
     );
-    await gw.db.workerEvent.create({ data: { workerId: otherWorker, applicationId: gw.appA.id, kind: 'error', at: new Date(T0), message: 'other' } });
-    await gw.db.workerEvent.create({ data: { workerId: bWorker, applicationId: gw.appB.id, kind: 'error', at: new Date(T0), message: 'b' } });
+    await gw.db.workerEvent.create({
+      data: {
+        workerId: otherWorker,
+        applicationId: gw.appA.id,
+        kind: 'error',
+        at: new Date(T0),
+        message: 'other',
+      },
+    });
+    await gw.db.workerEvent.create({
+      data: {
+        workerId: bWorker,
+        applicationId: gw.appB.id,
+        kind: 'error',
+        at: new Date(T0),
+        message: 'b',
+      },
+    });
   });
 
   it('lists the events of that worker only, newest first, with every field', async () => {
     const page = expectPage(await gw.call('GET', `/workers/${workerId}/events`), shapes.events);
     const items = page.items as WorkerEventRecord[];
     expect(page.nextCursor).toBeNull();
-    expect(items.map((e) => e.message)).toEqual(Array.from({ length: total }, (_, i) => `event ${total - 1 - i}`));
+    expect(items.map((e) => e.message)).toEqual(
+      Array.from({ length: total }, (_, i) => `event ${total - 1 - i}`),
+    );
     const ids = items.map((e) => e.id);
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
     expect(items[0]).toEqual({
@@ -299,25 +424,52 @@ describe('GET /workers/{workerId}/events', () => {
   });
 
   it('events recorded after a page was read come before it, not in the next page', async () => {
-    const first = expectPage(await gw.call('GET', `/workers/${otherWorker}/events?limit=1`), shapes.events);
+    const first = expectPage(
+      await gw.call('GET', `/workers/${otherWorker}/events?limit=1`),
+      shapes.events,
+    );
     expect(first.nextCursor).toBeNull();
-    await gw.db.workerEvent.create({ data: { workerId: otherWorker, applicationId: gw.appA.id, kind: 'custom', at: new Date(T0), message: 'newer' } });
-    const again = expectPage(await gw.call('GET', `/workers/${otherWorker}/events?limit=1`), shapes.events);
+    await gw.db.workerEvent.create({
+      data: {
+        workerId: otherWorker,
+        applicationId: gw.appA.id,
+        kind: 'custom',
+        at: new Date(T0),
+        message: 'newer',
+      },
+    });
+    const again = expectPage(
+      await gw.call('GET', `/workers/${otherWorker}/events?limit=1`),
+      shapes.events,
+    );
     expect((again.items as WorkerEventRecord[]).map((e) => e.message)).toEqual(['newer']);
-    const rest = expectPage(await gw.call('GET', `/workers/${otherWorker}/events?cursor=${again.nextCursor!}`), shapes.events);
+    const rest = expectPage(
+      await gw.call('GET', `/workers/${otherWorker}/events?cursor=${again.nextCursor!}`),
+      shapes.events,
+    );
     expect((rest.items as WorkerEventRecord[]).map((e) => e.message)).toEqual(['other']);
   });
 
   it("another application's worker is a 404, like an unknown one", async () => {
-    expectProblem(await gw.call('GET', `/workers/${workerId}/events`, { key: gw.appB.key }), 404, 'not_found');
+    expectProblem(
+      await gw.call('GET', `/workers/${workerId}/events`, { key: gw.appB.key }),
+      404,
+      'not_found',
+    );
     expectProblem(await gw.call('GET', `/workers/${bWorker}/events`), 404, 'not_found');
     expectProblem(await gw.call('GET', `/workers/${randomUUID()}/events`), 404, 'not_found');
-    const b = expectPage(await gw.call('GET', `/workers/${bWorker}/events`, { key: gw.appB.key }), shapes.events);
+    const b = expectPage(
+      await gw.call('GET', `/workers/${bWorker}/events`, { key: gw.appB.key }),
+      shapes.events,
+    );
     expect((b.items as WorkerEventRecord[]).map((e) => e.message)).toEqual(['b']);
   });
 
   it("a cursor of another worker's events is a 400", async () => {
-    const page = expectPage(await gw.call('GET', `/workers/${workerId}/events?limit=1`), shapes.events);
+    const page = expectPage(
+      await gw.call('GET', `/workers/${workerId}/events?limit=1`),
+      shapes.events,
+    );
     const reply = await gw.call('GET', `/workers/${otherWorker}/events?cursor=${page.nextCursor!}`);
     expectProblem(reply, 400, 'validation_failed', ['cursor']);
   });
@@ -329,26 +481,56 @@ describe('GET /workers/{workerId}/events', () => {
     ['cursor=', ['cursor']],
     ['cursor=bm90LWEtY3Vyc29y', ['cursor']],
   ])('?%s is a 400 naming the parameter', async (query, fields) => {
-    expectProblem(await gw.call('GET', `/workers/${workerId}/events?${query}`), 400, 'validation_failed', fields);
+    expectProblem(
+      await gw.call('GET', `/workers/${workerId}/events?${query}`),
+      400,
+      'validation_failed',
+      fields,
+    );
   });
 
   it('a malformed cursor is a 400 even for an unknown worker (parameters before existence)', async () => {
-    expectProblem(await gw.call('GET', `/workers/${randomUUID()}/events?cursor=zzz`), 400, 'validation_failed', ['cursor']);
+    expectProblem(
+      await gw.call('GET', `/workers/${randomUUID()}/events?cursor=zzz`),
+      400,
+      'validation_failed',
+      ['cursor'],
+    );
   });
 
   it('an invalid workerId is a 400 at workerId', async () => {
-    expectProblem(await gw.call('GET', `/workers/${'x'.repeat(65)}/events`), 400, 'validation_failed', ['workerId']);
-    expectProblem(await gw.call('GET', '/workers/a%00b/events'), 400, 'validation_failed', ['workerId']);
-    expectProblem(await gw.call('GET', '/workers/a%0Ab/events'), 400, 'validation_failed', ['workerId']);
+    expectProblem(
+      await gw.call('GET', `/workers/${'x'.repeat(65)}/events`),
+      400,
+      'validation_failed',
+      ['workerId'],
+    );
+    expectProblem(await gw.call('GET', '/workers/a%00b/events'), 400, 'validation_failed', [
+      'workerId',
+    ]);
+    expectProblem(await gw.call('GET', '/workers/a%0Ab/events'), 400, 'validation_failed', [
+      'workerId',
+    ]);
   });
 
   it('401 without a key or with an invalid one', async () => {
-    expectProblem(await gw.call('GET', `/workers/${workerId}/events`, { key: null }), 401, 'unauthorized');
-    expectProblem(await gw.call('GET', `/workers/${workerId}/events`, { key: 'pos_wrong' }), 401, 'unauthorized');
+    expectProblem(
+      await gw.call('GET', `/workers/${workerId}/events`, { key: null }),
+      401,
+      'unauthorized',
+    );
+    expectProblem(
+      await gw.call('GET', `/workers/${workerId}/events`, { key: 'pos_wrong' }),
+      401,
+      'unauthorized',
+    );
   });
 });
 
 async function newApplication(name: string): Promise<{ id: number; key: string }> {
-  const created = (await runAdmin(gw.db, ['apps', 'create', '--name', `workers-${name}`])) as { applicationId: number; apiKey: string };
+  const created = (await runAdmin(gw.db, ['apps', 'create', '--name', `workers-${name}`])) as {
+    applicationId: number;
+    apiKey: string;
+  };
   return { id: created.applicationId, key: created.apiKey };
 }
