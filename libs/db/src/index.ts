@@ -1,15 +1,18 @@
 // @po/db: the Prisma client of the product (schema in prisma/schema.prisma, migrations in
 // prisma/migrations, applied by scripts/migrate.mjs). The client runs on @prisma/adapter-pg.
 import { PrismaPg } from '@prisma/adapter-pg';
-import type { PoolConfig } from 'pg';
+import pg, { type PoolConfig } from 'pg';
 import { PrismaClient } from './generated/prisma/client.js';
 import type { Db } from './db-types.js';
+import { createSql, type Sql } from './sql.js';
 
 // Enums (values and types), model types, $Enums and the Prisma namespace.
 export * from './generated/prisma/client.js';
 
 export type { Db, DbOrTx } from './db-types.js';
 export * from './repositories/index.js';
+export { createSql, declaredStatements, isTransientDbError, statement, type Queryable, type Sql, type Statement } from './sql.js';
+export { API_KEY_CACHE, API_KEY_CHANNEL, createApiKeyCache, type ApiKeyCache, type ApiKeyCacheOptions } from './api-key-cache.js';
 
 export interface CreateDbOptions {
   /** PostgreSQL schema used by generated queries; defaults to the URL's `?schema=` or `public`. */
@@ -39,14 +42,35 @@ export function pgPoolConfig(url: string): PoolConfig & { schema?: string } {
   return config;
 }
 
-/** A PrismaClient on a pg pool of `max` connections (default 10). Call `$disconnect()` to close it. */
+const sqlOfDb = new WeakMap<Db, Sql>();
+
+/**
+ * A PrismaClient on a pg pool of `max` connections (default 10). Call `$disconnect()` to close it
+ * (it ends the pool). `sqlOf(db)` runs plain prepared statements on the same pool.
+ */
 export function createDb(url: string, options: CreateDbOptions = {}): Db {
   const { schema: urlSchema, ...config } = pgPoolConfig(url);
   const schema = options.schema ?? urlSchema;
   // The adapter qualifies generated queries with `schema`; search_path covers $queryRaw as well.
   if (schema) config.options = `-c search_path="${schema.replaceAll('"', '""')}"`;
-  const adapter = new PrismaPg({ ...config, max: options.max ?? 10 }, schema ? { schema } : undefined);
-  return new PrismaClient({ adapter });
+  const pool = new pg.Pool({ ...config, max: options.max ?? 10 });
+  // A connection PostgreSQL terminates (restart, failover, pg_terminate_backend) must not crash the
+  // process: the pool only listens for errors on idle connections, so every connection gets its own
+  // listener for the time it is checked out. The statement in flight fails on its own and the pool
+  // replaces the connection.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  const adapter = new PrismaPg(pool, { ...(schema ? { schema } : {}), disposeExternalPool: true });
+  const db = new PrismaClient({ adapter });
+  sqlOfDb.set(db, createSql(pool));
+  return db;
+}
+
+/** Plain prepared statements on the pool of a client made by createDb. */
+export function sqlOf(db: Db): Sql {
+  const sql = sqlOfDb.get(db);
+  if (!sql) throw new Error('sqlOf: this client was not made by createDb');
+  return sql;
 }
 
 /**

@@ -1,7 +1,7 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type { ParameterizedContext } from 'koa';
-import { DomainError, NotFound, type ErrorCode, type FieldError } from '@po/domain';
+import { DomainError, NotFound, newTraceId, type ErrorCode, type FieldError } from '@po/domain';
 import {
   httpRequestDuration,
   parseTraceparent,
@@ -31,7 +31,7 @@ export interface HttpAppOptions {
 }
 
 function incomingTraceId(header: string | undefined): string {
-  return parseTraceparent(header)?.traceId ?? randomBytes(16).toString('hex');
+  return parseTraceparent(header)?.traceId ?? newTraceId();
 }
 
 /** Builds a koa app (no listen) with trace ids (and spans when tracing is on), access logs, HTTP metrics, GET /metrics, problem+json errors and a 404 fallback. */

@@ -28,6 +28,8 @@ export {
   STAGE_RESULTS_QUEUE,
   createStageResultsConsumer,
   createStageResultsProducer,
+  resultJobId,
+  resultRetryDelay,
   stageResultMessageSchema,
   type StageResultMessage,
   type StageResultsProducer,

@@ -10,7 +10,10 @@ export const PIPELINE_EVENT_TYPES = [
   'pipeline.cancelled',
   'stages.appended',
   'stage.resumed',
-  /** result-consumer applied a result (or the sweeper ended an execution). */
+  /**
+   * Sent by result-consumers before the engine applied results and dispatched in one transaction
+   * (decision 0061); still accepted so events queued during an upgrade are handled.
+   */
   'result.applied',
   /** a delayed wake-up, e.g. when a retry falls due. */
   'pipeline.wake',

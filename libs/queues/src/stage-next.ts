@@ -18,6 +18,8 @@ const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } 
 export interface StageNextPublisher {
   /** Adds each message to its queue; resolves once Redis confirmed every add. */
   publish(queue: string, messages: StageNextMessage[]): Promise<void>;
+  /** The execution ids among `jobs` whose message is not in Redis any more (in no state at all). */
+  missing(jobs: readonly { queue: string; executionId: string }[]): Promise<Set<string>>;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,18 @@ export function createStageNextPublisher(
       await queueFor(name).addBulk(messages.map((m) => ({ name: 'stage', data: m, opts: { jobId: m.executionId } })));
       await connection.publish(stageNextWakeChannel(prefix), name);
       options.onPublished?.(name);
+    },
+    async missing(jobs) {
+      if (jobs.length === 0) return new Set();
+      const pipeline = connection.pipeline();
+      for (const j of jobs) pipeline.exists(queueFor(j.queue).toKey(j.executionId));
+      const answers = (await pipeline.exec()) ?? [];
+      const gone = new Set<string>();
+      jobs.forEach((j, i) => {
+        const [err, found] = answers[i] ?? [new Error('no answer'), 0];
+        if (!err && found === 0) gone.add(j.executionId);
+      });
+      return gone;
     },
     async close() {
       await Promise.all([...queues.values()].map((q) => q.close()));

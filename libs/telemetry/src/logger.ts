@@ -21,6 +21,9 @@ const REDACT_PATHS = [
  * Structured JSON logs on stdout, one object per line, with the service name on every line.
  * Credential paths are removed by pino; every finished line then passes `redactLine`, which
  * censors API keys, session tokens and remembered sensitive context values (redaction.ts).
+ * Lines are written asynchronously: under load the lines logged while a write is in flight go out
+ * together in the next one, instead of one write(2) per line (every request logs one); pino
+ * flushes what is pending when the process exits.
  */
 export function createLogger(options: {
   service: string;
@@ -36,6 +39,6 @@ export function createLogger(options: {
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       hooks: { streamWrite: redactLine },
     },
-    options.destination ?? pino.destination({ sync: true }),
+    options.destination ?? pino.destination({ sync: false }),
   );
 }

@@ -17,7 +17,8 @@ export type { StageErrorOptions } from './errors.js';
 export { createJsonLogger, silentLogger } from './logger.js';
 export type { JsonLoggerOptions, LogFields, Logger, LogLevelName } from './logger.js';
 export { WorkerClient, MalformedDeliveryError } from './client.js';
-export type { FetchLike, WorkerClientOptions } from './client.js';
+export type { WorkerClientOptions } from './client.js';
+export { httpFetch, type FetchLike, type TransportRequest, type TransportResponse } from './transport.js';
 export { LIMITS, queueName } from './protocol.js';
 export type {
   AppendedStage,

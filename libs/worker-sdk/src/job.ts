@@ -45,7 +45,21 @@ export interface JobDeps {
 type Delivery = 'accepted' | 'lease_lost' | 'rejected' | 'undelivered';
 
 export class JobRunner {
+  /** Acks still on their way: the slot pulls again without waiting for them. */
+  private readonly acking = new Set<Promise<void>>();
+
   constructor(private readonly deps: JobDeps) {}
+
+  /** Resolves once every ack sent so far has an answer (stop waits for it). */
+  async settled(): Promise<void> {
+    while (this.acking.size > 0) await Promise.all([...this.acking]);
+  }
+
+  /** Sends an ack in the background; a failure is already logged by ack(). */
+  private ackLater(token: string, requeue: boolean, fields: LogFields): void {
+    const sent = this.ack(token, requeue, fields).finally(() => this.acking.delete(sent));
+    this.acking.add(sent);
+  }
 
   async run(delivery: PullJobResponse, handlerName: string, handler: StageHandler): Promise<void> {
     const m = delivery.payload;
@@ -57,11 +71,11 @@ export class JobRunner {
     };
     const lease = await this.acquire(delivery, fields);
     if (lease === 'unavailable') {
-      await this.ack(delivery.token, true, fields);
+      this.ackLater(delivery.token, true, fields);
       return;
     }
     if (lease === 'rejected') {
-      await this.ack(delivery.token, false, fields);
+      this.ackLater(delivery.token, false, fields);
       return;
     }
     if (!lease.acquired) {
@@ -69,7 +83,7 @@ export class JobRunner {
         ...fields,
         reason: lease.reason,
       });
-      await this.ack(delivery.token, false, fields);
+      this.ackLater(delivery.token, false, fields);
       return;
     }
     const attempt = lease.attempt ?? m.previousAttempts + 1;
@@ -200,8 +214,9 @@ export class JobRunner {
         events.push({ kind: 'error', ...ids, message: `result ${result}`, data });
       }
     }
-    // Ack only now: after the 202, or when no result will ever be sent for this delivery.
-    await this.ack(delivery.token, false, fields);
+    // Ack only now: after the 202, or when no result will ever be sent for this delivery. The slot
+    // goes back to pulling while the ack travels.
+    this.ackLater(delivery.token, false, fields);
   }
 
   private async acquire(

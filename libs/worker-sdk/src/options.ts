@@ -1,6 +1,6 @@
 // createWorker options: their types, defaults and validation (every problem reported at once).
 import { WorkerConfigError } from './errors.js';
-import type { FetchLike } from './client.js';
+import type { FetchLike } from './transport.js';
 import type { Logger } from './logger.js';
 import { LIMITS } from './protocol.js';
 import type { JsonObject } from './protocol.js';
@@ -47,7 +47,7 @@ export interface WorkerOptions {
   resultRetryTimeoutMs?: number;
   /** Attempts at bootstrap on network errors and 5xx before start() rejects. Default 5. */
   startupAttempts?: number;
-  /** A fetch implementation (proxies, tests). Default the global fetch. */
+  /** A fetch-like transport (proxies, tests); the global `fetch` is one. Default: node:http with keep-alive. */
   fetch?: FetchLike;
 }
 

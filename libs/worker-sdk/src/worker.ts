@@ -1,5 +1,6 @@
 // The worker: bootstrap, one pull loop per handler slot (a slot pulls only while it is free,
 // round-robin over the queues), heartbeat and events in the background, drain on stop.
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { MalformedDeliveryError, WorkerClient } from './client.js';
 import { describe, isStatus, ProtocolError, WorkerStoppingError } from './errors.js';
@@ -39,6 +40,9 @@ class PipelineWorker implements Worker {
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly o: ResolvedOptions) {
+    // Every slot's requests listen on these signals: with more than a handful of slots Node would
+    // warn of a listener leak that is none.
+    setMaxListeners(10 + 4 * o.concurrency, this.startAbort.signal, this.pullAbort.signal, this.stopAbort.signal, this.abandonAbort.signal);
     this.logger = safeLogger(o.logger ?? createJsonLogger({ base: { instanceId: o.instanceId } }));
     this.client = new WorkerClient({
       baseUrl: o.workerBaseUrl,
@@ -257,6 +261,8 @@ class PipelineWorker implements Worker {
         });
       }
     }
+    // The slots acknowledge in the background: a stopping worker still acks what it ran.
+    await within(this.runner.settled(), Math.min(this.o.requestTimeoutMs, 5000));
     this.abandonAbort.abort();
     this.events.push({ kind: 'stopped', message: reason, data: { ...this.counters } });
     await this.events.close(Math.min(this.o.requestTimeoutMs, 5000));

@@ -1,4 +1,3 @@
-import { findValidApiKey } from '@po/db';
 import { createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck } from '@po/http';
 import type { ApiGatewayConfig } from './config.js';
 import type { Deps } from './deps.js';
@@ -10,7 +9,7 @@ import { workerActivityRoutes } from './http/workers/routes.js';
 import { openApiRoutes } from './http/openapi/routes.js';
 
 export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyBytes' | 'build'>, readiness: Record<string, ReadinessCheck>) {
-  const resolveKey: ApiKeyResolver = (hash) => findValidApiKey(deps.db, hash, deps.clock());
+  const resolveKey: ApiKeyResolver = (hash) => deps.keys.resolve(hash, deps.clock());
   return createHttpApp({
     logger: deps.logger,
     routers: [

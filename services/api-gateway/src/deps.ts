@@ -1,10 +1,14 @@
-import type { Db } from '@po/db';
+import type { ApiKeyCache, Db, DbOrTx, Sql } from '@po/db';
 import type { PipelineEvent, PipelineEventsProducer } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 
 /** What operations need; wired by hand in main.ts, replaced piecewise in tests. */
 export interface Deps {
   db: Db;
+  /** Prepared statements on the pool of `db` (hot paths, one-statement reads). */
+  sql: Sql;
+  /** Valid API keys, cached per process (decision 0063). */
+  keys: ApiKeyCache;
   events: PipelineEventsProducer;
   logger: Logger;
   clock: () => Date;
@@ -22,4 +26,12 @@ export async function announce(deps: Deps, event: Omit<PipelineEvent, 'at'>): Pr
   } catch (err) {
     deps.logger.warn({ err, event: event.type, pipelineId: event.pipelineId }, 'event not published; the sweep will catch up');
   }
+}
+
+/**
+ * Runs reads that take several statements in one REPEATABLE READ snapshot, so together they show
+ * one moment (a schedule and the runs of its health summary).
+ */
+export function readSnapshot<T>(deps: Deps, fn: (tx: DbOrTx) => Promise<T>): Promise<T> {
+  return deps.db.$transaction((tx) => fn(tx), { isolationLevel: 'RepeatableRead' });
 }

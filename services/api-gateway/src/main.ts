@@ -1,6 +1,6 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
-import { createDb } from '@po/db';
+import { API_KEY_CACHE, createApiKeyCache, createDb, sqlOf } from '@po/db';
 import { listen, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
 import { createLogger, shutdownTracing } from '@po/telemetry';
@@ -12,9 +12,10 @@ const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
 const db = createDb(config.databaseUrl, { max: config.databasePoolMax });
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
+const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
 
 const app = buildApp(
-  { db, events, logger, clock: () => new Date(), cancelTimeoutSeconds: config.cancelTimeoutSeconds },
+  { db, sql: sqlOf(db), keys, events, logger, clock: () => new Date(), cancelTimeoutSeconds: config.cancelTimeoutSeconds },
   config,
   { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) },
 );
@@ -25,6 +26,7 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['event producer', () => events.close()],
   ['redis', async () => void (await redis.quit())],
+  ['key cache', () => keys.close()],
   ['postgres', () => db.$disconnect()],
   ['telemetry', () => shutdownTracing()],
 ]);

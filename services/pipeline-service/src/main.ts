@@ -1,6 +1,7 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
+import { Engine } from '@po/engine';
 import { listen, onShutdown } from '@po/http';
 import {
   createPipelineEventsConsumer,
@@ -8,38 +9,45 @@ import {
   createRedis,
   createStageNextPublisher,
   createStageNextQueueStats,
+  createStageResultsProducer,
   pingRedis,
 } from '@po/queues';
 import { createLogger, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { DispatcherDeps } from './dispatcher/deps.js';
+import { createPassRunner } from './dispatcher/dispatch-pipeline.js';
 import { startSweeper } from './dispatcher/sweeper.js';
 import { createEventHandler } from './events/handle-event.js';
 
+const BATCH_CONCURRENCY = 2;
+
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'pipeline-service', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.eventConcurrency + 4) });
+// Event batches and the sweeper's statements run beside each other.
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4) });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 // GET /metrics reads depth and oldest age of the StageNext queues this process published to recently.
 const queueStats = createStageNextQueueStats(producerRedis, config.queuePrefix);
 observeStageNextQueues(() => queueStats.read());
 
-const deps: DispatcherDeps = {
-  db,
-  publisher: createStageNextPublisher(producerRedis, config.queuePrefix, { onPublished: (queue) => queueStats.note(queue) }),
-  events: createPipelineEventsProducer(producerRedis, config.queuePrefix),
-  logger,
-  clock: () => new Date(),
-  random: Math.random,
-  maxActiveStages: config.maxActiveStages,
-};
-const consumer = createPipelineEventsConsumer(consumerRedis, config.queuePrefix, createEventHandler(deps), {
+const publisher = createStageNextPublisher(producerRedis, config.queuePrefix, { onPublished: (queue) => queueStats.note(queue) });
+const events = createPipelineEventsProducer(producerRedis, config.queuePrefix);
+const results = createStageResultsProducer(producerRedis, config.queuePrefix);
+const engine = new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages });
+const deps: DispatcherDeps = { db, engine, publisher, results, logger };
+const passes = createPassRunner(engine, { maxBatch: config.batchSize, maxConcurrent: BATCH_CONCURRENCY });
+const consumer = createPipelineEventsConsumer(consumerRedis, config.queuePrefix, createEventHandler(passes, logger), {
   concurrency: config.eventConcurrency,
 });
 consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'pipeline event failed'));
-const sweeper = startSweeper(deps, { intervalMs: config.sweepIntervalMs, eventGraceMs: 1000 });
+const sweeper = startSweeper(deps, {
+  intervalMs: config.sweepIntervalMs,
+  eventGraceMs: 1000,
+  throttling: config.maxActiveStages > 0,
+  lostMessageAfterSeconds: config.lostMessageAfterSeconds,
+});
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
@@ -49,7 +57,8 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['event consumer', () => consumer.close()],
   ['sweeper', () => sweeper.stop()],
-  ['producers', async () => Promise.all([deps.publisher.close(), deps.events.close(), queueStats.close()])],
+  ['passes', () => passes.drain()],
+  ['producers', async () => Promise.all([publisher.close(), events.close(), results.close(), queueStats.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
   ['telemetry', () => shutdownTracing()],

@@ -2,26 +2,26 @@ import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { listen, onShutdown } from '@po/http';
-import { createPipelineEventsProducer, createRedis, createStageResultsConsumer, pingRedis } from '@po/queues';
+import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultsConsumer, pingRedis } from '@po/queues';
 import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
-import { applyResult, type ConsumerDeps } from './consumer/apply-result.js';
+import { createResultApplier } from './consumer/apply-result.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'result-consumer', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.concurrency + 2) });
+// Batches in flight, plus the statements beside them (marking published, resolving old messages).
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.batchConcurrency + 2) });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 
-const deps: ConsumerDeps = {
-  db,
-  events: createPipelineEventsProducer(producerRedis, config.queuePrefix),
-  logger,
-  clock: () => new Date(),
-  random: Math.random,
-};
-const consumer = createStageResultsConsumer(consumerRedis, config.queuePrefix, async (message) => void (await applyResult(deps, message)), {
+const publisher = createStageNextPublisher(producerRedis, config.queuePrefix);
+const events = createPipelineEventsProducer(producerRedis, config.queuePrefix);
+const applier = createResultApplier(
+  { db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages },
+  { maxBatch: config.batchSize, maxConcurrent: config.batchConcurrency },
+);
+const consumer = createStageResultsConsumer(consumerRedis, config.queuePrefix, async (message) => void (await applier.apply(message)), {
   concurrency: config.concurrency,
 });
 consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'result application failed; BullMQ retries it'));
@@ -33,7 +33,8 @@ logger.info({ port: server.port }, 'result-consumer listening');
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['result consumer', () => consumer.close()],
-  ['event producer', () => deps.events.close()],
+  ['batches', () => applier.drain()],
+  ['producers', async () => Promise.all([publisher.close(), events.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
   ['telemetry', () => shutdownTracing()],

@@ -1,4 +1,3 @@
-import { findValidApiKey } from '@po/db';
 import { createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck } from '@po/http';
 import type { Deliveries } from './deliveries/deliveries.js';
 import type { Deps } from './deps.js';
@@ -7,7 +6,7 @@ import { stageRoutes } from './http/stages/routes.js';
 import { workerRoutes } from './http/workers/routes.js';
 
 export function buildApp(deps: Deps, deliveries: Deliveries, readiness: Record<string, ReadinessCheck>) {
-  const resolveKey: ApiKeyResolver = (hash) => findValidApiKey(deps.db, hash, deps.clock());
+  const resolveKey: ApiKeyResolver = (hash) => deps.keys.resolve(hash, deps.clock());
   return createHttpApp({
     logger: deps.logger,
     routers: [

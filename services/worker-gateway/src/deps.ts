@@ -1,10 +1,12 @@
-import type { Db } from '@po/db';
+import type { ApiKeyCache, Db } from '@po/db';
 import type { StageResultsProducer } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 import type { WorkerGatewayConfig } from './config.js';
 
 export interface Deps {
   db: Db;
+  /** Valid API keys, cached per process (decision 0063). */
+  keys: ApiKeyCache;
   results: StageResultsProducer;
   logger: Logger;
   clock: () => Date;

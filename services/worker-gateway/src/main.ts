@@ -1,6 +1,6 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
-import { createDb } from '@po/db';
+import { API_KEY_CACHE, createApiKeyCache, createDb, sqlOf } from '@po/db';
 import { listen, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
 import { createLogger, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
@@ -27,7 +27,8 @@ deliveries.startSweeping();
 await wakeRedis.subscribe(stageNextWakeChannel(config.queuePrefix));
 wakeRedis.on('message', (_channel: string, queue: string) => deliveries.wake(queue));
 
-const deps = { db, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
+const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
+const deps = { db, keys, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
 observeDeliveriesInflight(() => deliveries.inflight);
 observeWorkerGauges(db, config.heartbeatIntervalSeconds, deps.clock);
 const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
@@ -41,6 +42,7 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['fetchers', () => fetcher.close()],
   ['result producer', () => deps.results.close()],
   ['redis', async () => Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()])],
+  ['key cache', () => keys.close()],
   ['postgres', () => db.$disconnect()],
   ['telemetry', () => shutdownTracing()],
 ]);

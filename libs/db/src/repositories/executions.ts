@@ -1,9 +1,11 @@
-import type { ExecutionEnd, FailureOutcome, PipelineStatus, StageOptions, StageStatus } from '@po/domain';
+import type { ExecutionEnd, PipelineStatus, StageOptions, StageStatus } from '@po/domain';
 import type { DbOrTx } from '../db-types.js';
 
 const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
 
 export interface ExecutionState {
+  /** PostgreSQL's clock for this transaction: lease and timeout decisions use it, never a replica's. */
+  now: Date;
   pipelineStatus: PipelineStatus;
   /** The pipeline's traceId (tracing: the trace every hop of the stage joins). */
   pipelineTraceId: string;
@@ -23,15 +25,18 @@ export interface ExecutionState {
     spanId: string;
   };
   /** The execution named by the caller, when it exists for this stage. */
-  execution: null | {
-    id: string;
-    attempt: number | null;
-    leaseOwner: string | null;
-    leaseExpiresAt: Date | null;
-    timeoutAt: Date | null;
-    endedAt: Date | null;
-    endReason: ExecutionEnd | null;
-  };
+  execution: ExecutionRow | null;
+}
+
+/** What lease, fencing and expiry decisions read of an execution. */
+export interface ExecutionRow {
+  id: string;
+  attempt: number | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  timeoutAt: Date | null;
+  endedAt: Date | null;
+  endReason: ExecutionEnd | null;
 }
 
 interface RawStage {
@@ -49,6 +54,7 @@ interface RawStage {
   span_id: string;
   pipeline_status: PipelineStatus;
   trace_id: string;
+  now: Date;
 }
 
 interface RawExecution {
@@ -80,7 +86,7 @@ export async function lockExecutionState(
   const rows = await tx.$queryRaw<RawStage[]>`
     SELECT s.id, s.pipeline_id, s.application_id, s.status::text AS status, s.attempt, s.retry_attempt,
            s.failure_count, s.options, s.current_execution_id::text AS current_execution_id, s.started_at,
-           s.handler_name, s.span_id, p.status::text AS pipeline_status, p.trace_id
+           s.handler_name, s.span_id, p.status::text AS pipeline_status, p.trace_id, now() AS now
     FROM stages s JOIN pipelines p ON p.id = s.pipeline_id
     WHERE s.id = ${sid} FOR UPDATE OF s`;
   // A separate statement, after the lock: under READ COMMITTED a row joined into the locking
@@ -94,6 +100,7 @@ export async function lockExecutionState(
   const e = executions[0];
   if (!r) return null;
   return {
+    now: r.now,
     pipelineStatus: r.pipeline_status,
     pipelineTraceId: r.trace_id,
     stage: {
@@ -145,46 +152,4 @@ export async function grantLease(
 
 export async function extendLease(tx: DbOrTx, executionId: string, leaseExpiresAt: Date): Promise<void> {
   await tx.stageExecution.update({ where: { id: executionId }, data: { leaseExpiresAt } });
-}
-
-export async function endExecution(tx: DbOrTx, executionId: string, reason: ExecutionEnd, now: Date): Promise<void> {
-  await tx.stageExecution.update({ where: { id: executionId }, data: { endedAt: now, endReason: reason } });
-}
-
-/** Writes a failure's outcome (addendum §7, §10) onto the stage; `output` when a result carried one. */
-export async function recordStageFailure(tx: DbOrTx, stageId: number, outcome: FailureOutcome, output?: string | null): Promise<void> {
-  await tx.stage.update({
-    where: { id: BigInt(stageId) },
-    data: {
-      ...(output === undefined ? {} : { output }),
-      status: outcome.status,
-      retryAttempt: outcome.retryAttempt,
-      failureCount: outcome.failureCount,
-      lastErrorCode: outcome.lastErrorCode,
-      lastFailedAt: outcome.lastFailedAt,
-      failureDisposition: outcome.failureDisposition,
-      nextRetryAt: outcome.nextRetryAt,
-      ...(outcome.finishedAt ? { finishedAt: outcome.finishedAt } : {}),
-    },
-  });
-}
-
-export async function insertStageLogs(
-  tx: DbOrTx,
-  stage: { id: number; pipelineId: number },
-  logs: { message: string; logLevel: string; created: Date }[],
-): Promise<void> {
-  if (logs.length === 0) return;
-  await tx.stageLog.createMany({
-    data: logs.map((l) => ({ ...l, stageId: BigInt(stage.id), pipelineId: BigInt(stage.pipelineId) })),
-  });
-}
-
-/** Live executions whose lease or handler timeout has passed (addendum §11). */
-export async function expiredExecutions(db: DbOrTx, now: Date, limit: number) {
-  const rows = await db.$queryRaw<{ id: string; stage_id: bigint }[]>`
-    SELECT id::text AS id, stage_id FROM stage_executions
-    WHERE ended_at IS NULL AND (lease_expires_at < ${now} OR timeout_at < ${now})
-    ORDER BY LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) LIMIT ${limit}`;
-  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id) }));
 }

@@ -1,6 +1,8 @@
 export * from './api-keys.js';
 export * from './pipelines.js';
-export * from './idempotency-keys.js';
+export * from './pipeline-view.js';
+export * from './pipeline-create.js';
+export * from './pipeline-read.js';
 export * from './stages.js';
 export * from './context-items.js';
 export * from './system-logs.js';
@@ -10,3 +12,7 @@ export * from './workers.js';
 export * from './schedules.js';
 export * from './worker-activity.js';
 export * from './worker-metrics.js';
+export * from './passes.js';
+export * from './sweeps.js';
+export * from './schedule-run-read.js';
+export * from './leases.js';

@@ -102,19 +102,6 @@ export async function recordShutdown(tx: DbOrTx, worker: { workerId: string; app
   });
 }
 
-/** Ownership and shape facts the result endpoint checks before publishing. */
-export async function stageForResult(db: DbOrTx, stageId: number, options: { withStageNames: boolean }) {
-  const stage = await db.stage.findUnique({
-    where: { id: BigInt(stageId) },
-    select: { applicationId: true, pipelineId: true, spanId: true },
-  });
-  if (!stage) return null;
-  const facts = { applicationId: stage.applicationId, pipelineId: Number(stage.pipelineId), spanId: stage.spanId };
-  if (!options.withStageNames) return { ...facts, stageNames: [] };
-  const names = await db.stage.findMany({ where: { pipelineId: stage.pipelineId }, orderBy: { position: 'asc' }, select: { name: true } });
-  return { ...facts, stageNames: names.map((n) => n.name) };
-}
-
 /** A pipeline's traceId (tracing only: the trace a stage's hops join). */
 export async function pipelineTraceId(db: DbOrTx, pipelineId: number): Promise<string | null> {
   const p = await db.pipeline.findUnique({ where: { id: BigInt(pipelineId) }, select: { traceId: true } });

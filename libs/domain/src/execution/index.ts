@@ -6,3 +6,4 @@ export * from './lease.js';
 export * from './fencing.js';
 export * from './sweep.js';
 export * from './result.js';
+export * from './pass.js';

@@ -9,14 +9,13 @@ import {
   type StageInfoInput,
 } from '@po/domain';
 import {
+  appendPipelineStages,
   cancelUnfinishedStages,
-  insertStages,
-  loadPipeline,
   lockPipeline,
+  lockPipelineRow,
   markPipelineCancelled,
-  requestDispatch,
-  stageNamesOf,
-  stagesFromPosition,
+  readPipeline,
+  stageNamesInOrder,
   type DbOrTx,
 } from '@po/db';
 import { announce, type Deps } from '../deps.js';
@@ -54,7 +53,7 @@ export async function cancelPipeline(deps: Deps, applicationId: number, pipeline
     throw err;
   }
   await announce(deps, { type: 'pipeline.cancelled', applicationId, pipelineId });
-  const record = await loadPipeline(deps.db, pipelineId);
+  const record = await readPipeline(deps.sql, pipelineId);
   if (!record) throw new Error(`pipeline ${pipelineId} vanished after cancel`);
   return pipelineResponse(record);
 }
@@ -72,21 +71,20 @@ export async function appendStages(
   items: StageInfoInput[],
 ): Promise<ReturnType<typeof stageDto>[]> {
   const stages = items.map(stageFromInfo);
-  const appended = await deps.db.$transaction(async (tx) => {
-    const pipeline = await lockOwnPipeline(tx, applicationId, pipelineId);
-    const names = await stageNamesOf(tx, pipelineId);
+  const appended = await deps.sql.transaction(async (tx) => {
+    const pipeline = await lockPipelineRow(tx, pipelineId);
+    if (!pipeline || pipeline.applicationId !== applicationId) throw new NotFound(`Pipeline ${pipelineId} not found.`);
+    const names = await stageNamesInOrder(tx, pipelineId);
     const errors = checkAddedStages(names, stages);
     if (errors.length > 0) throw new ValidationFailed(errors);
     if (isTerminalPipeline(pipeline.status)) throw new PipelineTerminal(pipelineId, pipeline.status);
-    await insertStages(tx, BigInt(pipelineId), applicationId, names.length, stages);
-    await requestDispatch(tx, pipelineId, deps.clock());
-    return stagesFromPosition(tx, pipelineId, names.length);
+    return appendPipelineStages(tx, pipelineId, names.length, stages, deps.clock());
   });
   await announce(deps, {
     type: 'stages.appended',
     applicationId,
     pipelineId,
-    stageIds: appended.map((s) => Number(s.id)),
+    stageIds: appended.map((s) => s.id),
   });
   return appended.map((s, i) => stageDto(s, appended[i + 1] ?? null));
 }

@@ -6,7 +6,7 @@ import {
   type NewPipeline,
   type PipelineDefinitionInput,
 } from '@po/domain';
-import { bindIdempotencyKey, findIdempotencyKey, insertPipeline, isUniqueViolation, loadPipeline } from '@po/db';
+import { createPipeline, readPipelineByKey } from '@po/db';
 import { rememberSensitive, startPipelineSpan, traceparentOf, type Span } from '@po/telemetry';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, type PipelineResponse } from './view.js';
@@ -33,12 +33,6 @@ async function announceCreated(deps: Deps, pipeline: NewPipeline, pipelineId: nu
   span?.end();
 }
 
-async function respond(deps: Deps, pipelineId: number, wasExisting: boolean): Promise<PipelineResponse> {
-  const record = await loadPipeline(deps.db, pipelineId);
-  if (!record) throw new Error(`pipeline ${pipelineId} vanished after creation`);
-  return pipelineResponse(record, wasExisting);
-}
-
 /** POST /pipelines: every call creates a new pipeline. */
 export async function createLegacyPipeline(
   deps: Deps,
@@ -48,9 +42,10 @@ export async function createLegacyPipeline(
 ): Promise<PipelineResponse> {
   const started = Date.now();
   const pipeline = plan(definition, { applicationId }, requestTraceId);
-  const id = await deps.db.$transaction((tx) => insertPipeline(tx, pipeline, deps.clock()));
-  await announceCreated(deps, pipeline, id, started);
-  return respond(deps, id, false);
+  const record = await createPipeline(deps.sql, pipeline, deps.clock());
+  if (!record) throw new Error('a creation without idempotency key inserted nothing');
+  await announceCreated(deps, pipeline, record.id, started);
+  return pipelineResponse(record);
 }
 
 export interface IdempotentOutcome {
@@ -60,9 +55,10 @@ export interface IdempotentOutcome {
 }
 
 /**
- * POST /pipelines/idempotent (addendum §6). The (application, key) primary key of
- * idempotency_keys decides races: of concurrent identical requests one inserts, the others hit the
- * unique violation after it commits and resolve to its pipeline.
+ * POST /pipelines/idempotent (addendum §6). One statement binds the key and creates the pipeline
+ * (decision 0070); the (application, key) primary key of idempotency_keys decides races: of
+ * concurrent requests one binds, the others wait for it to commit, insert nothing, and resolve
+ * the key with one more statement that reads the binding and the pipeline together.
  */
 export async function createIdempotentPipeline(
   deps: Deps,
@@ -75,25 +71,14 @@ export async function createIdempotentPipeline(
   const pipeline = plan(body, { applicationId, idempotencyKey: key }, requestTraceId);
   const intentHash = creationIntentHash(body as unknown as Record<string, unknown>);
 
-  const resolveExisting = async (binding: { pipelineId: number; intentHash: string }) => {
-    if (binding.intentHash !== intentHash) throw new IdempotencyConflict();
-    return { created: false, wasExisting: true, pipeline: await respond(deps, binding.pipelineId, true) };
-  };
-
-  const existing = await findIdempotencyKey(deps.db, applicationId, key);
-  if (existing) return resolveExisting(existing);
-  try {
-    const id = await deps.db.$transaction(async (tx) => {
-      const pipelineId = await insertPipeline(tx, pipeline, deps.clock());
-      await bindIdempotencyKey(tx, { applicationId, key, pipelineId, intentHash });
-      return pipelineId;
-    });
-    await announceCreated(deps, pipeline, id, started);
-    return { created: true, wasExisting: false, pipeline: await respond(deps, id, false) };
-  } catch (err) {
-    if (!isUniqueViolation(err)) throw err;
-    const winner = await findIdempotencyKey(deps.db, applicationId, key);
-    if (!winner) throw err;
-    return resolveExisting(winner);
+  const created = await createPipeline(deps.sql, pipeline, deps.clock(), intentHash);
+  if (created) {
+    await announceCreated(deps, pipeline, created.id, started);
+    return { created: true, wasExisting: false, pipeline: pipelineResponse(created) };
   }
+  const existing = await readPipelineByKey(deps.sql, applicationId, key);
+  // Pipelines and their keys are never deleted: a key that refused the binding stays bound.
+  if (!existing) throw new Error(`idempotency key of application ${applicationId} neither bound nor found`);
+  if (existing.intentHash !== intentHash) throw new IdempotencyConflict();
+  return { created: false, wasExisting: true, pipeline: pipelineResponse(existing.pipeline, true) };
 }

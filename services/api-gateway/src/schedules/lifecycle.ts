@@ -10,13 +10,15 @@ type Change = (tx: DbOrTx, schedule: ScheduleRecord, now: Date) => Promise<Sched
 /** Runs `change` on the application's schedule under its row lock; 404 when there is none. */
 async function changeSchedule(deps: Deps, applicationId: number, name: string, change: Change): Promise<Schedule> {
   const now = deps.clock();
-  const record = await deps.db.$transaction(async (tx) => {
+  return deps.db.$transaction(async (tx) => {
     const schedule = await lockScheduleByName(tx, applicationId, name);
     if (!schedule) throw new NotFound(`Schedule "${name}" not found.`);
-    return change(tx, schedule, now);
+    const record = await change(tx, schedule, now);
+    // Read under the schedule's row lock, which every writer of its runs takes first: the
+    // response shows the schedule and its runs as this change left them.
+    const runs = await recentRuns(tx, [record.id], HEALTH_WINDOW);
+    return scheduleResponse(record, runs.get(record.id) ?? []);
   });
-  const runs = await recentRuns(deps.db, [record.id], HEALTH_WINDOW);
-  return scheduleResponse(record, runs.get(record.id) ?? []);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Schedule, ScheduleRun, ScheduleStatus } from '@po/contracts';
 import { findScheduleByName, listRuns, listSchedules, recentRuns } from '@po/db';
 import { HEALTH_WINDOW, NotFound } from '@po/domain';
-import type { Deps } from '../deps.js';
+import { readSnapshot, type Deps } from '../deps.js';
 import { cursorPosition, readCursor, toPage, type Listing } from './cursor.js';
 import { runResponse, scheduleResponse } from './view.js';
 
@@ -15,15 +15,23 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-/** GET /schedules/{name}: names are application-scoped, so another application's is 404. */
+/**
+ * GET /schedules/{name}: names are application-scoped, so another application's is 404. The
+ * schedule and the runs of its last-run fields and health are read in one snapshot.
+ */
 export async function getSchedule(deps: Deps, applicationId: number, name: string): Promise<Schedule> {
-  const record = await findScheduleByName(deps.db, applicationId, name);
-  if (!record) throw new NotFound(`Schedule "${name}" not found.`);
-  const runs = await recentRuns(deps.db, [record.id], HEALTH_WINDOW);
-  return scheduleResponse(record, runs.get(record.id) ?? []);
+  return readSnapshot(deps, async (tx) => {
+    const record = await findScheduleByName(tx, applicationId, name);
+    if (!record) throw new NotFound(`Schedule "${name}" not found.`);
+    const runs = await recentRuns(tx, [record.id], HEALTH_WINDOW);
+    return scheduleResponse(record, runs.get(record.id) ?? []);
+  });
 }
 
-/** GET /schedules (addendum §14.8): by id ascending, optionally one status, health on each item. */
+/**
+ * GET /schedules (addendum §14.8): by id ascending, optionally one status, health on each item;
+ * the page and its runs in one snapshot.
+ */
 export async function listSchedulesPage(
   deps: Deps,
   applicationId: number,
@@ -31,22 +39,26 @@ export async function listSchedulesPage(
 ): Promise<Page<Schedule>> {
   const listing: Listing = { kind: 'schedules', applicationId, status: query.status };
   const afterId = cursorPosition(listing, readCursor(query.cursor));
-  const rows = await listSchedules(deps.db, applicationId, {
-    ...(query.status ? { status: query.status } : {}),
-    ...(afterId !== undefined ? { afterId } : {}),
-    take: query.limit + 1,
+  return readSnapshot(deps, async (tx) => {
+    const rows = await listSchedules(tx, applicationId, {
+      ...(query.status ? { status: query.status } : {}),
+      ...(afterId !== undefined ? { afterId } : {}),
+      take: query.limit + 1,
+    });
+    const runs = await recentRuns(tx, rows.slice(0, query.limit).map((r) => r.id), HEALTH_WINDOW);
+    return toPage(rows, query.limit, listing, (r) => scheduleResponse(r, runs.get(r.id) ?? []));
   });
-  const runs = await recentRuns(deps.db, rows.slice(0, query.limit).map((r) => r.id), HEALTH_WINDOW);
-  return toPage(rows, query.limit, listing, (r) => scheduleResponse(r, runs.get(r.id) ?? []));
 }
 
-/** GET /schedules/{name}/runs (addendum §14.8): newest first; Archived schedules too. */
+/** GET /schedules/{name}/runs (addendum §14.8): newest first; Archived schedules too; one snapshot. */
 export async function listRunsPage(deps: Deps, applicationId: number, name: string, query: PageQuery): Promise<Page<ScheduleRun>> {
   const token = readCursor(query.cursor);
-  const record = await findScheduleByName(deps.db, applicationId, name);
-  if (!record) throw new NotFound(`Schedule "${name}" not found.`);
-  const listing: Listing = { kind: 'runs', applicationId, scheduleId: record.id };
-  const beforeId = cursorPosition(listing, token);
-  const rows = await listRuns(deps.db, record.id, { ...(beforeId !== undefined ? { beforeId } : {}), take: query.limit + 1 });
-  return toPage(rows, query.limit, listing, runResponse);
+  return readSnapshot(deps, async (tx) => {
+    const record = await findScheduleByName(tx, applicationId, name);
+    if (!record) throw new NotFound(`Schedule "${name}" not found.`);
+    const listing: Listing = { kind: 'runs', applicationId, scheduleId: record.id };
+    const beforeId = cursorPosition(listing, token);
+    const rows = await listRuns(tx, record.id, { ...(beforeId !== undefined ? { beforeId } : {}), take: query.limit + 1 });
+    return toPage(rows, query.limit, listing, runResponse);
+  });
 }

@@ -1,5 +1,5 @@
 import type { ScheduleRun, ScheduleTriggerRequest } from '@po/contracts';
-import { inSavepoint, insertPipeline, insertRun, loadPipeline, loadRun, lockScheduleByName } from '@po/db';
+import { inSavepoint, insertPipeline, insertRun, lockScheduleByName, readRunWithPipeline } from '@po/db';
 import { NotFound, inputString, planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, type PipelineResponse } from '../pipelines/view.js';
@@ -53,9 +53,10 @@ export async function triggerSchedule(
   });
   if (outcome.pipelineId === null) throw new Error(`manual run ${outcome.runId} of schedule "${name}" failed`, { cause: outcome.error });
   await announce(deps, { type: 'pipeline.created', applicationId, pipelineId: outcome.pipelineId });
-  const [run, pipeline] = await Promise.all([loadRun(deps.db, outcome.runId), loadPipeline(deps.db, outcome.pipelineId)]);
-  if (!run || !pipeline) throw new Error(`manual run ${outcome.runId} vanished after creation`);
-  return { run: runResponse(run), pipeline: pipelineResponse(pipeline) };
+  // One statement: the run's pipelineStatus and the pipeline are the same moment.
+  const read = await readRunWithPipeline(deps.sql, outcome.runId);
+  if (!read?.pipeline) throw new Error(`manual run ${outcome.runId} vanished after creation`);
+  return { run: runResponse(read.run), pipeline: pipelineResponse(read.pipeline) };
 }
 
 const errorText = (err: unknown): string => (err instanceof Error ? (err.message.split('\n')[0] ?? 'error') : 'unknown error');

@@ -34,16 +34,19 @@ export async function upsertSchedule(deps: Deps, applicationId: number, name: st
   const now = deps.clock();
   const existing = await findScheduleByName(deps.db, applicationId, name);
   const body = checkUpsertBody(raw, now, existing?.runAt ?? null);
-  let outcome: { created: boolean; record: ScheduleRecord };
+  // The runs are read under the schedule's row lock, which every writer of its runs takes first.
+  const storeAndRespond = async (tx: DbOrTx): Promise<UpsertOutcome> => {
+    const { created, record } = await store(tx, applicationId, name, body, now);
+    const runs = await recentRuns(tx, [record.id], HEALTH_WINDOW);
+    return { created, schedule: scheduleResponse(record, runs.get(record.id) ?? []) };
+  };
   try {
-    outcome = await deps.db.$transaction((tx) => store(tx, applicationId, name, body, now));
+    return await deps.db.$transaction(storeAndRespond);
   } catch (err) {
     // A concurrent PUT created the name first: this one becomes an update of it.
     if (!isUniqueViolation(err, 'schedules_application_id_name_key_key')) throw err;
-    outcome = await deps.db.$transaction((tx) => store(tx, applicationId, name, body, now));
+    return deps.db.$transaction(storeAndRespond);
   }
-  const runs = await recentRuns(deps.db, [outcome.record.id], HEALTH_WINDOW);
-  return { created: outcome.created, schedule: scheduleResponse(outcome.record, runs.get(outcome.record.id) ?? []) };
 }
 
 async function store(

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import type { Db } from '@po/db';
+import { API_KEY_CACHE, createApiKeyCache, sqlOf, type Db } from '@po/db';
 import { listen } from '@po/http';
 import { createPipelineEventsProducer, createRedis, type PipelineEventsProducer } from '@po/queues';
 import { createLogger } from '@po/telemetry';
@@ -51,8 +51,11 @@ export async function startGateway(
   });
   const logger = createLogger({ service: 'api-gateway', level: 'debug', destination });
   const db: Db = database.db;
+  const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
   const deps: Deps = {
     db,
+    sql: sqlOf(db),
+    keys,
     events,
     logger,
     clock: overrides.clock ?? (() => new Date()),
@@ -126,6 +129,7 @@ export async function startGateway(
     call,
     async close() {
       await server.close();
+      await keys.close();
       await events.close();
       await cleanupRedisPrefix(prefix);
       await redis.quit();

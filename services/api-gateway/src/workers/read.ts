@@ -8,13 +8,7 @@ import {
   type WorkerPage,
   type WorkerSummary,
 } from '@po/contracts';
-import {
-  listWorkerEventsOf,
-  listWorkersOfApplication,
-  workerBelongsTo,
-  type WorkerActivityRecord,
-  type WorkerEventRecordRow,
-} from '@po/db';
+import { listWorkersOfApplication, workerEventsOf, type WorkerActivityRecord, type WorkerEventRecordRow } from '@po/db';
 import { NotFound } from '@po/domain';
 import type { Deps } from '../deps.js';
 import { cursorPosition, encodeCursor, positionInteger, readCursor, type ActivityListing } from './cursor.js';
@@ -60,7 +54,7 @@ export async function listWorkersPage(deps: Deps, applicationId: number, query: 
   const listing: ActivityListing = { kind: 'workers', applicationId };
   const position = cursorPosition(listing, readCursor(query.cursor, 2));
   const after = position && { createdAt: new Date(positionInteger(position[0])), id: position[1] ?? '' };
-  const rows = await listWorkersOfApplication(deps.db, applicationId, { ...(after ? { after } : {}), take: query.limit + 1 });
+  const rows = await listWorkersOfApplication(deps.sql, applicationId, { ...(after ? { after } : {}), take: query.limit + 1 });
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
   return {
@@ -71,18 +65,21 @@ export async function listWorkersPage(deps: Deps, applicationId: number, query: 
 
 /**
  * GET /workers/{workerId}/events: newest recorded first (id descending). A worker of another
- * application is a 404, like an unknown one; the cursor's structure is checked first (400).
+ * application is a 404, like an unknown one; the cursor's structure is checked first (400), its
+ * origin after existence. The worker and its events are one statement, read with the position
+ * the cursor claims; the page is only used once the cursor proved to be this listing's.
  */
 export async function listWorkerEventsPage(deps: Deps, applicationId: number, workerId: string, query: PageQuery): Promise<WorkerEventPage> {
   const token = readCursor(query.cursor, 1);
-  if (!(await workerBelongsTo(deps.db, applicationId, workerId))) throw new NotFound(`Worker "${workerId}" not found.`);
-  const listing: ActivityListing = { kind: 'worker-events', applicationId, workerId };
-  const position = cursorPosition(listing, token);
-  const beforeId = position && positionInteger(position[0]);
-  const rows = await listWorkerEventsOf(deps.db, applicationId, workerId, {
-    ...(beforeId !== undefined ? { beforeId } : {}),
+  const claimed = Number(token?.position[0]);
+  const rows = await workerEventsOf(deps.sql, applicationId, workerId, {
+    ...(Number.isSafeInteger(claimed) ? { beforeId: claimed } : {}),
     take: query.limit + 1,
   });
+  if (!rows) throw new NotFound(`Worker "${workerId}" not found.`);
+  const listing: ActivityListing = { kind: 'worker-events', applicationId, workerId };
+  const position = cursorPosition(listing, token);
+  if (position) positionInteger(position[0]);
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
   return {

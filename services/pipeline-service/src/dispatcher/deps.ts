@@ -1,14 +1,14 @@
 import type { Db } from '@po/db';
-import type { PipelineEventsProducer, StageNextPublisher } from '@po/queues';
+import type { Engine } from '@po/engine';
+import type { StageNextPublisher, StageResultsProducer } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 
 export interface DispatcherDeps {
   db: Db;
+  engine: Engine;
+  /** Republishing unconfirmed or lost StageNext messages. */
   publisher: StageNextPublisher;
-  events: PipelineEventsProducer;
+  /** Whether accepted results still wait on stage-results. */
+  results: Pick<StageResultsProducer, 'waiting'>;
   logger: Logger;
-  clock: () => Date;
-  random: () => number;
-  /** APP_MAX_ACTIVE_STAGES: Pending + Running cap per application; 0 = none. */
-  maxActiveStages: number;
 }

@@ -1,36 +1,97 @@
-import { expiredExecutions, liveContextForDispatch, markPublished, pipelinesDueForDispatch, pipelinesWithThrottledStages, stageForMessage, unpublishedExecutions } from '@po/db';
+import {
+  expiredExecutions,
+  liveContextForDispatch,
+  pipelinesDueForDispatch,
+  pipelinesWithThrottledStages,
+  sqlOf,
+  stageForMessage,
+  waitingExecutions,
+} from '@po/db';
 import type { StageOptions } from '@po/domain';
+import { stageNextMessage, type EngineItem } from '@po/engine';
+import { stageQueueName } from '@po/contracts';
 import type { DispatcherDeps } from './deps.js';
-import { dispatchPipeline } from './dispatch-pipeline.js';
-import { expireExecution } from './expire-execution.js';
-import { stageNextMessage } from './messages.js';
 
 const BATCH = 200;
+const WAITING_PAGE = 500;
+const START = { dispatchedAt: new Date(0), executionId: '00000000-0000-0000-0000-000000000000' };
 
 export interface SweeperOptions {
   intervalMs: number;
   /** A requested pass this old was not handled through its event: the sweep takes it. */
   eventGraceMs: number;
+  /** APP_MAX_ACTIVE_STAGES > 0: Throttled stages are offered freed slots every sweep. */
+  throttling: boolean;
+  /** A published, never leased execution whose message is gone from Redis after this long is republished. */
+  lostMessageAfterSeconds: number;
+}
+
+/** What one sweeper remembers between sweeps: where its walk over waiting executions stands. */
+export interface SweeperState {
+  waitingCursor: { dispatchedAt: Date; executionId: string };
+  lastLostCheck: number;
+}
+
+export const newSweeperState = (): SweeperState => ({ waitingCursor: START, lastLostCheck: 0 });
+
+/**
+ * The safety net of addendum §9 and the clock of §11, by the database clock: expires leases and
+ * handler timeouts, runs passes whose event was lost or whose retry fell due, offers freed slots to
+ * Throttled stages and republishes messages Redis lost.
+ * Every step and every item stands on its own: one that fails is logged and retried next sweep, and
+ * never stops the others. Replicas skip pipelines another holds.
+ */
+export async function sweepOnce(deps: DispatcherDeps, options: SweeperOptions, state: SweeperState = newSweeperState()): Promise<void> {
+  const sql = sqlOf(deps.db);
+  await step(deps, 'expire executions', async () => {
+    const expired = await expiredExecutions(sql, BATCH);
+    // A result that got 202 keeps its execution from expiring while it waits on stage-results (a
+    // slow or restarting result-consumer does not turn finished work into LEASE_EXPIRED). If Redis
+    // lost it, the execution expires like any other.
+    const leased = expired.filter((e) => e.attempt !== null).map((e) => ({ executionId: e.executionId, attempt: e.attempt! }));
+    const awaited = await deps.results.waiting(leased);
+    const items: EngineItem[] = expired
+      .filter((e) => !awaited.has(e.executionId))
+      .map((e) => ({ kind: 'expiry', pipelineId: e.pipelineId, stageId: e.stageId, executionId: e.executionId }));
+    await runEach(deps, items, {});
+  });
+  await step(deps, 'due passes', async () => {
+    const due = await pipelinesDueForDispatch(sql, options.eventGraceMs, BATCH);
+    const throttled = options.throttling ? await pipelinesWithThrottledStages(sql, BATCH) : [];
+    const ids = [...new Set([...due, ...throttled])];
+    await runEach(deps, ids.map((pipelineId) => ({ kind: 'pass', pipelineId })), { skipLocked: true });
+  });
+  const lostCheckEvery = Math.min(5000, options.lostMessageAfterSeconds * 500);
+  if (Date.now() - state.lastLostCheck >= lostCheckEvery) {
+    state.lastLostCheck = Date.now();
+    await step(deps, 'lost messages', () => findLostMessages(deps, options, state));
+  }
 }
 
 /**
- * The safety net of addendum §9 and the clock of §11: expires leases and handler timeouts,
- * runs passes whose event was lost or whose retry fell due, frees Throttled stages and
- * republishes messages whose publish was never confirmed. Replicas skip rows another holds.
+ * Walks the published executions no worker leased yet, a page per sweep, and republishes those
+ * whose StageNext job Redis no longer has (deleted, or lost in a Redis failure without AOF): the
+ * stage would otherwise wait forever, its pipeline too.
  */
-export async function sweepOnce(deps: DispatcherDeps, options: SweeperOptions): Promise<void> {
-  const now = deps.clock();
-  for (const target of await expiredExecutions(deps.db, now, BATCH)) {
-    const pipelineId = await expireExecution(deps, target);
-    if (pipelineId !== null) await dispatchPipeline(deps, pipelineId, { skipLocked: false });
+async function findLostMessages(deps: DispatcherDeps, options: SweeperOptions, state: SweeperState): Promise<void> {
+  const page = await waitingExecutions(sqlOf(deps.db), options.lostMessageAfterSeconds, state.waitingCursor, WAITING_PAGE);
+  const last = page.at(-1);
+  state.waitingCursor = page.length < WAITING_PAGE || !last ? START : { dispatchedAt: last.dispatchedAt, executionId: last.executionId };
+  if (page.length === 0) return;
+  const gone = await deps.publisher.missing(page.map((e) => ({ queue: stageQueueName(e.applicationId, e.handlerName), executionId: e.executionId })));
+  for (const e of page) {
+    if (gone.has(e.executionId)) await item(deps, 'republish', e.executionId, () => republish(deps, e.executionId, e.stageId));
   }
-  const due = await pipelinesDueForDispatch(deps.db, new Date(now.getTime() - options.eventGraceMs), BATCH);
-  const throttled = deps.maxActiveStages > 0 ? await pipelinesWithThrottledStages(deps.db, BATCH) : [];
-  for (const pipelineId of new Set([...due, ...throttled])) {
-    await dispatchPipeline(deps, pipelineId, { skipLocked: true });
-  }
-  for (const target of await unpublishedExecutions(deps.db, new Date(now.getTime() - 2000), BATCH)) {
-    await republish(deps, target.executionId, target.stageId);
+}
+
+/** Runs engine items as one batch; when the batch fails, each item on its own. */
+async function runEach(deps: DispatcherDeps, items: EngineItem[], options: { skipLocked?: boolean }): Promise<void> {
+  if (items.length === 0) return;
+  try {
+    await deps.engine.run(items, options);
+  } catch (err) {
+    deps.logger.warn({ err, items: items.length }, 'sweep batch failed; running its items one by one');
+    for (const one of items) await item(deps, one.kind, one.pipelineId, () => deps.engine.run([one], options));
   }
 }
 
@@ -45,24 +106,39 @@ async function republish(deps: DispatcherDeps, executionId: string, stageId: num
     stage: { ...stage, id: Number(stage.id), options: stage.options as unknown as StageOptions },
     executionId,
     context,
-    dispatchedAt: deps.clock(),
+    dispatchedAt: new Date(),
   });
+  // The job id is the execution id: while the job exists in any state this adds nothing.
   await deps.publisher.publish(queue, [message]);
-  await markPublished(deps.db, [executionId], deps.clock());
-  deps.logger.info({ executionId, stageId }, 'republished an unconfirmed StageNext message');
+  deps.logger.info({ executionId, stageId }, 'republished a lost StageNext message');
 }
 
-/** Runs sweepOnce every interval until stopped; a failing sweep is logged and retried next tick. */
+async function step(deps: DispatcherDeps, name: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    deps.logger.error({ err, step: name }, 'sweep step failed; retried next sweep');
+  }
+}
+
+async function item(deps: DispatcherDeps, what: string, id: string | number, fn: () => Promise<unknown>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    deps.logger.error({ err, what, id }, 'sweep item failed; retried next sweep');
+  }
+}
+
+/** Runs sweepOnce every interval until stopped. */
 export function startSweeper(deps: DispatcherDeps, options: SweeperOptions): { stop(): Promise<void> } {
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
+  const state = newSweeperState();
   const tick = () => {
-    running = sweepOnce(deps, options)
-      .catch((err: unknown) => deps.logger.error({ err }, 'sweep failed'))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, options.intervalMs);
-      });
+    running = sweepOnce(deps, options, state).finally(() => {
+      if (!stopped) timer = setTimeout(tick, options.intervalMs);
+    });
   };
   timer = setTimeout(tick, options.intervalMs);
   return {

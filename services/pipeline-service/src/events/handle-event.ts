@@ -1,14 +1,15 @@
+import type { Batcher, ItemOutcome } from '@po/engine';
 import type { PipelineEvent } from '@po/queues';
-import type { DispatcherDeps } from '../dispatcher/deps.js';
-import { dispatchPipeline } from '../dispatcher/dispatch-pipeline.js';
+import type { Logger } from '@po/telemetry';
 
 /**
- * Every pipeline event may have made stages ready (creation, append, an applied result, a resume,
- * a due retry) or ended the pipeline (cancel): each is answered with one dispatcher pass.
+ * Every pipeline event may have made stages ready (creation, append, a resume, a due retry) or
+ * ended the pipeline (cancel): each is answered with a dispatcher pass, batched with the passes
+ * other events asked for meanwhile.
  */
-export function createEventHandler(deps: DispatcherDeps): (event: PipelineEvent) => Promise<void> {
+export function createEventHandler(passes: Batcher<{ pipelineId: number; cause?: string }, ItemOutcome>, logger: Logger): (event: PipelineEvent) => Promise<void> {
   return async (event) => {
-    deps.logger.debug({ event: event.type, pipelineId: event.pipelineId }, 'pipeline event received');
-    await dispatchPipeline(deps, event.pipelineId, { skipLocked: false, cause: event.traceparent });
+    logger.debug({ event: event.type, pipelineId: event.pipelineId }, 'pipeline event received');
+    await passes.submit({ pipelineId: event.pipelineId, cause: event.traceparent });
   };
 }

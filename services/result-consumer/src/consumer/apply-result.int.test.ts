@@ -3,13 +3,14 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grantLease, insertPipeline, lockExecutionState, startExecutions } from '@po/db';
 import { planPipeline } from '@po/domain';
-import { createPipelineEventsProducer, createRedis } from '@po/queues';
+import { createPipelineEventsProducer, createRedis, createStageNextPublisher } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
-import { applyResult, type ConsumerDeps } from './apply-result.js';
+import { createResultApplier, type ConsumerDeps, type ResultApplier } from './apply-result.js';
 
 let database: TestDatabase;
 let deps: ConsumerDeps;
+let applier: ResultApplier;
 const warnings: string[] = [];
 const prefix = testQueuePrefix('rc');
 const redis = createRedis(TEST_REDIS_URL, 'producer');
@@ -25,11 +26,20 @@ beforeAll(async () => {
       },
     }),
   });
-  deps = { db: database.db, events: createPipelineEventsProducer(redis, prefix), logger, clock: () => new Date(), random: () => 0.5 };
+  deps = {
+    db: database.db,
+    publisher: createStageNextPublisher(redis, prefix),
+    events: createPipelineEventsProducer(redis, prefix),
+    logger,
+    random: () => 0.5,
+    maxActiveStages: 0,
+  };
+  applier = createResultApplier(deps, { maxBatch: 16, maxConcurrent: 2 });
 });
 
 afterAll(async () => {
   await deps.events.close();
+  await deps.publisher.close();
   await cleanupRedisPrefix(prefix);
   await redis.quit();
   await database.drop();
@@ -69,12 +79,12 @@ describe('applying a result (addendum §12, §13)', () => {
       { stageName: 'b', stageHandlerName: 'h' },
     ]);
     const m = message(s, { isSuccess: true, result: 'out', logs: [{ message: 'used hunter2 to log in' }], contextItems: [{ key: 'k', value: 'v' }] });
-    expect(await applyResult(deps, m)).toBe(true);
+    expect(await applier.apply(m)).toBe(true);
     const after = await database.db.stage.findUniqueOrThrow({ where: { id: BigInt(s.stageId) }, include: { logs: true } });
     expect(after).toMatchObject({ status: 'Completed', output: 'out' });
     expect(after.logs.map((l) => l.message)).toEqual(['used [REDACTED] to log in']);
 
-    expect(await applyResult(deps, m)).toBe(false);
+    expect(await applier.apply(m)).toBe(false);
     const again = await database.db.stage.findUniqueOrThrow({ where: { id: BigInt(s.stageId) }, include: { logs: true } });
     expect(again.logs).toHaveLength(1);
     expect(again).toMatchObject({ status: after.status, output: after.output, finishedAt: after.finishedAt });
@@ -84,21 +94,21 @@ describe('applying a result (addendum §12, §13)', () => {
 
   it('fences a result with another attempt or execution', async () => {
     const s = await runningStage([{ stageName: 'a', stageHandlerName: 'h' }]);
-    expect(await applyResult(deps, message(s, { isSuccess: true, attempt: 2 }))).toBe(false);
-    expect(await applyResult(deps, message({ ...s, executionId: randomUUID() }, { isSuccess: true }))).toBe(false);
+    expect(await applier.apply(message(s, { isSuccess: true, attempt: 2 }))).toBe(false);
+    expect(await applier.apply(message({ ...s, executionId: randomUUID() }, { isSuccess: true }))).toBe(false);
     expect((await database.db.stage.findUniqueOrThrow({ where: { id: BigInt(s.stageId) } })).status).toBe('Running');
   });
 
   it('schedules a retry for an eligible failure and fails a terminal one', async () => {
     const retried = await runningStage([{ stageName: 'a', stageHandlerName: 'h', options: { maxRetries: 2, retryInterval: 10, backoff: 'linear' } }]);
-    await applyResult(deps, message(retried, { isSuccess: false, errorCode: 'FLAKY', result: 'partial' }));
+    await applier.apply(message(retried, { isSuccess: false, errorCode: 'FLAKY', result: 'partial' }));
     const r = await database.db.stage.findUniqueOrThrow({ where: { id: BigInt(retried.stageId) } });
     expect(r).toMatchObject({ status: 'RetryScheduled', retryAttempt: 1, failureCount: 1, lastErrorCode: 'FLAKY', failureDisposition: 'retryable', output: 'partial' });
     expect(r.nextRetryAt!.getTime() - r.lastFailedAt!.getTime()).toBe(10_000);
     expect((await database.db.pipeline.findUniqueOrThrow({ where: { id: BigInt(retried.pipelineId) } })).status).toBe('Pending');
 
     const terminal = await runningStage([{ stageName: 'a', stageHandlerName: 'h', options: { maxRetries: 2, retryInterval: 10 } }]);
-    await applyResult(deps, message(terminal, { isSuccess: false, errorCode: 'BUSINESS_REJECTED' }));
+    await applier.apply(message(terminal, { isSuccess: false, errorCode: 'BUSINESS_REJECTED' }));
     const t = await database.db.stage.findUniqueOrThrow({ where: { id: BigInt(terminal.stageId) } });
     expect(t).toMatchObject({ status: 'Failed', failureDisposition: 'terminal', retryAttempt: 0 });
     expect((await database.db.pipeline.findUniqueOrThrow({ where: { id: BigInt(terminal.pipelineId) } })).status).toBe('Failed');
@@ -106,7 +116,7 @@ describe('applying a result (addendum §12, §13)', () => {
 
   it('parks for approval whatever isSuccess says, and appends worker stages at the end', async () => {
     const s = await runningStage([{ stageName: 'a', stageHandlerName: 'h' }]);
-    await applyResult(deps, message(s, { isSuccess: false, isWaitingForApproval: true, appendedStages: [{ stageName: 'extra', stageHandlerName: 'h2', input: { n: 1 }, options: { dependsOn: ['a'] } }] }));
+    await applier.apply(message(s, { isSuccess: false, isWaitingForApproval: true, appendedStages: [{ stageName: 'extra', stageHandlerName: 'h2', input: { n: 1 }, options: { dependsOn: ['a'] } }] }));
     const stages = await database.db.stage.findMany({ where: { pipelineId: BigInt(s.pipelineId) }, orderBy: { position: 'asc' } });
     expect(stages.map((x) => [x.name, x.status, x.input])).toEqual([
       ['a', 'WaitingForApproval', ''],

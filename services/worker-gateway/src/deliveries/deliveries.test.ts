@@ -1,7 +1,7 @@
 // Deliveries held by one gateway process (api-spec behaviour rules 1-2; addendum §15), over a fake
 // fetcher and a fake clock.
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { FetchedMessage, StageNextFetcher } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { Deliveries } from './deliveries.js';
@@ -199,7 +199,8 @@ describe('Deliveries', () => {
     fetcher.queue.push(message('a'));
     fetcher.onFetch = () => late.abort();
     expect(await deliveries.pull('q', 5, late.signal)).toBeNull();
-    expect(fetcher.requeued).toEqual(['a']);
+    // The pull answers at the abort; the fetch in flight then hands its message back.
+    await vi.waitFor(() => expect(fetcher.requeued).toEqual(['a']));
     expect(deliveries.inflight).toBe(0);
   });
 
@@ -215,5 +216,55 @@ describe('Deliveries', () => {
     await deliveries.releaseAll();
     expect(fetcher.requeued.sort()).toEqual(['a', 'b']);
     expect(deliveries.inflight).toBe(0);
+  });
+
+  it('one message wakes one fetch, not every waiting pull; the pulls are served first come first served', async () => {
+    const { fetcher, deliveries } = setup({ maxInflight: 100 });
+    const pulls = Array.from({ length: 8 }, () => deliveries.pull('q', 5, never));
+    await new Promise((r) => setTimeout(r, 20));
+    const before = fetcher.fetches;
+    fetcher.queue.push(message('a'));
+    deliveries.wake('q');
+    expect((await pulls[0])?.messageId).toBe('a');
+    // The hit, then one miss that finds the queue empty.
+    expect(fetcher.fetches - before).toBeLessThanOrEqual(2);
+    deliveries.stopWaiting();
+    expect(await Promise.all(pulls.slice(1))).toEqual(Array(7).fill(null));
+  });
+
+  it('a wake-up that arrives during a fetch is not lost: the loop fetches again', async () => {
+    const { fetcher, deliveries } = setup({ maxInflight: 100, pollIntervalMs: 10_000 });
+    let first = true;
+    fetcher.onFetch = () => {
+      if (!first) return;
+      first = false;
+      // The message lands while this (empty) fetch is on its way.
+      queueMicrotask(() => {
+        fetcher.queue.push(message('late'));
+        deliveries.wake('q');
+      });
+    };
+    const started = Date.now();
+    const got = await deliveries.pull('q', 5, never);
+    expect(got?.messageId).toBe('late');
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('with a backlog, one round fetches for every waiting pull at once (pipelined)', async () => {
+    const { fetcher, deliveries } = setup({ maxInflight: 100 });
+    for (let i = 0; i < 6; i += 1) fetcher.queue.push(message(`m${i}`));
+    let inFlight = 0;
+    let most = 0;
+    const fetch = fetcher.fetch.bind(fetcher);
+    fetcher.fetch = async () => {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      inFlight -= 1;
+      return fetch();
+    };
+    const got = await Promise.all(Array.from({ length: 6 }, () => deliveries.pull('q', 5, never)));
+    expect(got.map((d) => d?.messageId).sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+    expect(most).toBeGreaterThan(1);
   });
 });

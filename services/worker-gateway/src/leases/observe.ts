@@ -1,4 +1,4 @@
-import type { ExecutionState } from '@po/db';
+import { sqlOf, stageTraceFacts, type Db } from '@po/db';
 import {
   ATTR_APPLICATION_ID,
   ATTR_EXECUTION_ID,
@@ -14,21 +14,32 @@ import {
   tracingEnabled,
 } from '@po/telemetry';
 
+/** What the lease span needs of the stage. */
+export interface StageFacts {
+  pipelineTraceId: string;
+  stage: { id: number; pipelineId: number; applicationId: number; handlerName: string; spanId: string };
+}
+
 /**
  * Counts a lease decision (granted, or the refusal reason) and, with tracing on, records the
  * `stage.lease` span: under the worker's request span when that is in the pipeline's trace (the SDK
  * sends the delivery's traceparent), otherwise under the stage's own span.
  */
-export function recordLease(
+export async function recordLease(
   operation: 'acquire' | 'renew',
   response: { acquired: boolean; attempt: number | null; reason: string | null },
-  state: ExecutionState | undefined,
+  seen: StageFacts | undefined,
   executionId: string,
   startTime: number,
-): void {
+  db: Db,
+  stageId: number,
+): Promise<void> {
   const outcome = response.acquired ? 'granted' : (response.reason ?? 'refused');
   leaseDecisions().labels(operation, outcome).inc();
-  if (!state || !tracingEnabled()) return;
+  if (!tracingEnabled()) return;
+  // The hot statement reads no stage facts: with tracing on, the span's parent is read here.
+  const state = seen ?? (await stageTraceFacts(sqlOf(db), stageId));
+  if (!state) return;
   const { parent, links } = stageParent(state.pipelineTraceId, state.stage.spanId, activeContext());
   const span = startSpan('stage.lease', {
     parent,

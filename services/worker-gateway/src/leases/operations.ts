@@ -1,7 +1,8 @@
-import { NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseView } from '@po/domain';
-import { extendLease, grantLease, lockExecutionState, type ExecutionState } from '@po/db';
+import { randomUUID } from 'node:crypto';
+import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseDecision, type LeaseView } from '@po/domain';
+import { extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant } from '@po/db';
 import type { Deps } from '../deps.js';
-import type { SessionState } from '../sessions/auth.js';
+import { authenticateSession, type PendingSession } from '../sessions/auth.js';
 import { recordLease } from './observe.js';
 
 export interface LeaseResponse {
@@ -12,6 +13,12 @@ export interface LeaseResponse {
 }
 
 const refused = (reason: string): LeaseResponse => ({ acquired: false, attempt: null, leaseExpiresAt: null, reason });
+const granted = (g: LeaseGrant): LeaseResponse => ({ acquired: true, attempt: g.attempt, leaseExpiresAt: g.leaseExpiresAt.toISOString(), reason: null });
+const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
+// Never any stage's execution: a malformed execution id takes the slow path, which refuses it.
+const NO_EXECUTION = randomUUID();
+
+type Operation = 'acquire' | 'renew';
 
 function leaseView(state: ExecutionState): LeaseView {
   return {
@@ -22,43 +29,46 @@ function leaseView(state: ExecutionState): LeaseView {
   };
 }
 
-/** Session worker must be the body's workerId (401), the stage the session application's (404). */
-async function ownState(deps: Deps, session: SessionState, stageId: number, body: { executionId: string; workerId: string }, tx: Parameters<typeof lockExecutionState>[0]) {
-  if (body.workerId !== session.workerId) throw new Unauthorized('workerId is not the worker of this session.');
-  const state = await lockExecutionState(tx, stageId, body.executionId, { lockPipeline: false });
-  if (!state || state.stage.applicationId !== session.applicationId) throw new NotFound(`Stage ${stageId} not found.`);
-  return state;
-}
-
-/** POST /stages/{id}/lease/acquire: addendum §12 Acquire table, in one transaction. */
-export async function acquireLease(deps: Deps, session: SessionState, stageId: number, body: { executionId: string; workerId: string }): Promise<LeaseResponse> {
+/**
+ * POST /stages/{id}/lease/acquire and /renew (addendum §12): the grant is one compare-and-set
+ * statement that also checks the session (decision 0062); only when it matches nothing does the
+ * slow path run, in a transaction, to answer 401, 404 or the first refusal row of the tables.
+ */
+export async function lease(deps: Deps, operation: Operation, session: PendingSession, stageId: number, body: { executionId: string; workerId: string }): Promise<LeaseResponse> {
   const started = Date.now();
+  const request = {
+    sessionTokenHash: session.tokenHash,
+    stageId,
+    executionId: UUID.test(body.executionId) ? body.executionId : NO_EXECUTION,
+    workerId: body.workerId,
+    leaseSeconds: LEASE_SECONDS,
+  };
+  const sql = sqlOf(deps.db);
+  const fast = operation === 'acquire' ? await tryAcquireLease(sql, request) : await tryRenewLease(sql, request);
+  if (fast) {
+    const response = granted(fast);
+    await recordLease(operation, response, undefined, body.executionId, started, deps.db, stageId);
+    return response;
+  }
   let seen: ExecutionState | undefined;
   const response = await deps.db.$transaction(async (tx) => {
-    const state = await ownState(deps, session, stageId, body, tx);
+    const s = await authenticateSession(deps.db, session.token, { now: deps.clock(), checkExpiry: true });
+    session.verified = s;
+    if (body.workerId !== s.workerId) throw new Unauthorized('workerId is not the worker of this session.');
+    const state = await lockExecutionState(tx, stageId, body.executionId, { lockPipeline: false });
+    if (!state || state.stage.applicationId !== s.applicationId) throw new NotFound(`Stage ${stageId} not found.`);
     seen = state;
-    const now = deps.clock();
-    const decision = decideAcquire(leaseView(state), body, state.stage.attempt, now);
+    const decision: LeaseDecision =
+      operation === 'acquire' ? decideAcquire(leaseView(state), body, state.stage.attempt, state.now) : decideRenew(leaseView(state), body, state.now);
     if (!decision.granted) return refused(decision.reason);
-    await grantLease(tx, state, { executionId: body.executionId, attempt: decision.attempt, workerId: session.workerId, now, leaseExpiresAt: decision.leaseExpiresAt });
-    return { acquired: true, attempt: decision.attempt, leaseExpiresAt: decision.leaseExpiresAt.toISOString(), reason: null };
+    // The hot statement lost a race that the state has since settled (the stage just became Pending).
+    if (operation === 'acquire') {
+      await grantLease(tx, state, { executionId: body.executionId, attempt: decision.attempt, workerId: s.workerId, now: state.now, leaseExpiresAt: decision.leaseExpiresAt });
+    } else {
+      await extendLease(tx, body.executionId, decision.leaseExpiresAt);
+    }
+    return granted({ attempt: decision.attempt, leaseExpiresAt: decision.leaseExpiresAt });
   });
-  recordLease('acquire', response, seen, body.executionId, started);
-  return response;
-}
-
-/** POST /stages/{id}/lease/renew: addendum §12 Renew table; the delivery's visibility timeout is not extended. */
-export async function renewLease(deps: Deps, session: SessionState, stageId: number, body: { executionId: string; workerId: string }): Promise<LeaseResponse> {
-  const started = Date.now();
-  let seen: ExecutionState | undefined;
-  const response = await deps.db.$transaction(async (tx) => {
-    const state = await ownState(deps, session, stageId, body, tx);
-    seen = state;
-    const decision = decideRenew(leaseView(state), body, deps.clock());
-    if (!decision.granted) return refused(decision.reason);
-    await extendLease(tx, body.executionId, decision.leaseExpiresAt);
-    return { acquired: true, attempt: decision.attempt, leaseExpiresAt: decision.leaseExpiresAt.toISOString(), reason: null };
-  });
-  recordLease('renew', response, seen, body.executionId, started);
+  await recordLease(operation, response, seen, body.executionId, started, deps.db, stageId);
   return response;
 }

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { Unauthorized } from '@po/domain';
+import { DomainError, Unauthorized } from '@po/domain';
 import { findCurrentSession, type Db } from '@po/db';
 import { hashSecret, type AppState } from '@po/http';
 
@@ -28,10 +28,36 @@ export async function authenticateSession(
   return { workerId: session.workerId, applicationId: session.applicationId };
 }
 
-/** Session check before the body: for lease and result calls. Stores the session on ctx.state. */
-export function workerSession(db: Db, clock: () => Date): Middleware<AppState & { session?: SessionState }> {
+/** What lease and result calls know of their session before it is checked. */
+export interface PendingSession {
+  token: string;
+  tokenHash: string;
+  /** Set once the session was found current and unexpired (by a hot statement or on its own). */
+  verified?: SessionState;
+}
+
+export type SessionAppState = AppState & { session?: PendingSession };
+
+/**
+ * X-Worker-Session for lease and result calls (decision 0062). The hot statements of those calls
+ * check the session themselves, so it costs no query of its own on success. The check order of
+ * addendum §3 still holds: a missing header is a 401 at once, and when a later step would answer
+ * with another error first (a bad path parameter, a body too large or invalid), the session is
+ * checked before that error is reported, and an invalid one answers 401 instead.
+ */
+export function deferredSession(db: Db, clock: () => Date): Middleware<SessionAppState> {
   return async (ctx, next) => {
-    ctx.state.session = await authenticateSession(db, ctx.get('x-worker-session'), { now: clock(), checkExpiry: true });
-    await next();
+    const token = ctx.get('x-worker-session');
+    if (!token) throw new Unauthorized('Missing X-Worker-Session header.');
+    const pending: PendingSession = { token, tokenHash: hashSecret(token) };
+    ctx.state.session = pending;
+    try {
+      await next();
+    } catch (err) {
+      if (!pending.verified && err instanceof DomainError && err.code !== 'unauthorized') {
+        pending.verified = await authenticateSession(db, token, { now: clock(), checkExpiry: true });
+      }
+      throw err;
+    }
   };
 }

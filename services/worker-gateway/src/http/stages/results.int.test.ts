@@ -113,6 +113,7 @@ describe('stage results (results are published to stage-results)', () => {
       expect(messages[0]).toEqual({
         applicationId: gw.appA.id,
         stageId: d.stageId,
+        pipelineId: d.pipelineId,
         workerId: wA.workerId,
         receivedAt: expect.any(String),
         result: sent,
@@ -144,10 +145,13 @@ describe('stage results (results are published to stage-results)', () => {
       });
     });
 
-    it('a duplicate submission is accepted again (202) and published again', async () => {
+    it('a duplicate submission is accepted again (202); each attempt\'s result waits on the queue once (decision 0062)', async () => {
       const d = await dispatched();
       expect((await submit(d.stageId, body(d))).status).toBe(202);
       expect((await submit(d.stageId, body(d))).status).toBe(202);
+      expect(await published(d.executionId)).toHaveLength(1);
+      // Another attempt of the same execution is another result.
+      expect((await submit(d.stageId, body(d, { attempt: 2 }))).status).toBe(202);
       expect(await published(d.executionId)).toHaveLength(2);
     });
   });
@@ -486,6 +490,7 @@ describe('stage results when the broker does not confirm', () => {
           publish: async () => {
             throw new Error('down');
           },
+          waiting: async () => new Set<string>(),
           close: async () => {},
         },
       },

@@ -1,19 +1,27 @@
 import type { StageNextMessage } from '@po/contracts';
+import type { StageResultMessage } from '@po/queues';
 import {
   ATTR_APPLICATION_ID,
   ATTR_EXECUTION_ID,
+  ATTR_OUTCOME,
   ATTR_PIPELINE_ID,
+  ATTR_STAGE_ATTEMPT,
   ATTR_STAGE_HANDLER,
   ATTR_STAGE_ID,
+  SpanKind,
   contextFromTraceparent,
   dispatchLatency,
   errorCodeLabels,
   handlerLabels,
   linksTo,
+  markFailed,
   recordStageSpan,
+  resultsApplied,
+  resultsFenced,
   retriesScheduled,
   stageContext,
   stageOutcomes,
+  stageParent,
   stagesDispatched,
   startSpan,
   tracingEnabled,
@@ -61,10 +69,58 @@ export function startDispatchSpans(
   return spans;
 }
 
-/** Counts a stage outcome by handler (handler names are capped, decision 0052). */
-export function recordOutcome(handler: string, outcome: 'failed' | 'retry_scheduled', errorCode: string): void {
+export type StageOutcome = 'completed' | 'failed' | 'retry_scheduled' | 'waiting_for_approval';
+
+/** What applying one result decided: applied with the stage's outcome, or fenced (or the stage unknown). */
+export type ApplyDecision = { applied: true; outcome: StageOutcome; errorCode: string | null } | { applied: false; reason: string };
+
+/** Counts a stage outcome by handler (handler names are capped, decision 0052), and retries by error code. */
+export function recordOutcome(handler: string, outcome: StageOutcome, errorCode: string | null): void {
   stageOutcomes().inc({ handler: handlerLabels.value(handler), outcome });
-  if (outcome === 'retry_scheduled') retriesScheduled().inc({ error_code: errorCodeLabels.value(errorCode) });
+  if (outcome === 'retry_scheduled') retriesScheduled().inc({ error_code: errorCodeLabels.value(errorCode ?? 'none') });
+}
+
+/** The stage a result was applied to, as the apply span needs it. */
+export interface AppliedStage {
+  id: number;
+  pipelineId: number;
+  handlerName: string;
+  spanId: string;
+  pipelineTraceId: string;
+}
+
+/**
+ * Counts the decision (results applied or fenced by reason; stage outcomes by handler; retries by
+ * error code) and, with tracing on, records the `stage.apply` span: a child of the worker-gateway's
+ * result span that travelled with the message, or of the stage's own span when there is none.
+ * Returns the span (still open: the dispatch its result causes links to it).
+ */
+export function recordApply(message: StageResultMessage, stage: AppliedStage | undefined, decision: ApplyDecision, startTime: number): Span | undefined {
+  if (decision.applied) {
+    resultsApplied().inc();
+    recordOutcome(stage?.handlerName ?? 'unknown', decision.outcome, decision.errorCode);
+  } else {
+    resultsFenced().labels(decision.reason).inc();
+  }
+  if (!stage || !tracingEnabled()) return undefined;
+  const { parent, links } = stageParent(stage.pipelineTraceId, stage.spanId, contextFromTraceparent(message.traceparent));
+  const span = startSpan('stage.apply', {
+    parent,
+    links,
+    startTime,
+    kind: SpanKind.CONSUMER,
+    attributes: {
+      [ATTR_APPLICATION_ID]: message.applicationId,
+      [ATTR_PIPELINE_ID]: stage.pipelineId,
+      [ATTR_STAGE_ID]: stage.id,
+      [ATTR_STAGE_HANDLER]: stage.handlerName,
+      [ATTR_EXECUTION_ID]: message.result.executionId,
+      [ATTR_STAGE_ATTEMPT]: message.result.attempt,
+      [ATTR_OUTCOME]: decision.applied ? decision.outcome : decision.reason,
+    },
+  });
+  if (decision.applied && decision.outcome !== 'completed' && decision.outcome !== 'waiting_for_approval') markFailed(span, 'stage_failed');
+  return span;
 }
 
 /**

@@ -7,7 +7,7 @@ export interface MessageSource {
   traceId: string;
   stage: { id: number; name: string; handlerName: string; input: string; options: StageOptions; spanId: string; attempt: number };
   executionId: string;
-  context: { key: string; value: string; valueType: string | null; isSensitive: boolean }[];
+  context: readonly { key: string; value: string; valueType: string | null; isSensitive: boolean }[];
   dispatchedAt: Date;
 }
 
@@ -35,8 +35,12 @@ export function stageNextMessage(m: MessageSource): { queue: string; message: St
 }
 
 /** Groups messages by queue, keeping dispatch order inside each queue. */
-export function byQueue(items: { queue: string; message: StageNextMessage }[]): Map<string, StageNextMessage[]> {
+export function byQueue(items: readonly { queue: string; message: StageNextMessage }[]): Map<string, StageNextMessage[]> {
   const grouped = new Map<string, StageNextMessage[]>();
-  for (const { queue, message } of items) grouped.set(queue, [...(grouped.get(queue) ?? []), message]);
+  for (const { queue, message } of items) {
+    const list = grouped.get(queue);
+    if (list) list.push(message);
+    else grouped.set(queue, [message]);
+  }
   return grouped;
 }

@@ -1,0 +1,124 @@
+import { statement, type Queryable } from '../sql.js';
+
+/**
+ * The worker protocol's hot statements (decision 0062): each checks the worker session and decides
+ * in one compare-and-set statement, by the database clock. When one matches no row, the caller
+ * takes the slow path (lockExecutionState + the domain's decision tables) to learn why.
+ *
+ * A statement that addresses an execution by id tests "not ended" as `num_nulls(ended_at) = 1`,
+ * not `ended_at IS NULL`: the sweeper's `(ended_at, …)` indexes cannot serve it, so the planner
+ * always takes the primary key, even when its statistics (gathered while nothing ran) say no
+ * execution is live and those indexes look cheaper (decision 0060).
+ */
+
+const SESSION = `SELECT worker_id, application_id FROM worker_sessions
+  WHERE token_hash = $1 AND superseded_at IS NULL AND expires_at > now()`;
+
+// Acquire row 6 (addendum §12): the stage is Pending with this execution current, unended and never
+// leased; the stage row's status is the compare-and-set, so of two concurrent acquires one wins.
+const ACQUIRE = statement(
+  'lease_acquire',
+  `WITH sess AS (${SESSION}),
+   st AS (
+     UPDATE stages s SET status = 'Running', attempt = s.attempt + 1, started_at = COALESCE(s.started_at, now())
+     FROM sess
+     WHERE s.id = $2 AND s.status = 'Pending' AND s.current_execution_id = $3::uuid
+       AND s.application_id = sess.application_id AND sess.worker_id = $4
+       AND EXISTS (SELECT 1 FROM stage_executions x WHERE x.id = $3::uuid AND num_nulls(x.ended_at, x.lease_expires_at) = 2)
+       AND NOT EXISTS (SELECT 1 FROM pipelines p WHERE p.id = s.pipeline_id AND p.status = 'Cancelled')
+     RETURNING s.attempt, (s.options->>'timeOut')::int AS time_out
+   )
+   UPDATE stage_executions e SET attempt = st.attempt, lease_owner = $4, leased_at = now(),
+     lease_expires_at = now() + make_interval(secs => $5), timeout_at = now() + make_interval(secs => st.time_out)
+   FROM st WHERE e.id = $3::uuid
+   RETURNING e.attempt, e.lease_expires_at`,
+);
+
+// Renew row 6: the caller's own unexpired lease on the current execution of a Running stage.
+const RENEW = statement(
+  'lease_renew',
+  `WITH sess AS (${SESSION})
+   UPDATE stage_executions e SET lease_expires_at = GREATEST(e.lease_expires_at, now() + make_interval(secs => $5))
+   FROM sess, stages s
+   WHERE e.id = $3::uuid AND e.stage_id = $2 AND num_nulls(e.ended_at) = 1 AND e.lease_owner = $4 AND e.lease_expires_at > now()
+     AND s.id = $2 AND s.current_execution_id = e.id AND s.status = 'Running'
+     AND s.application_id = sess.application_id AND sess.worker_id = $4
+     AND NOT EXISTS (SELECT 1 FROM pipelines p WHERE p.id = s.pipeline_id AND p.status = 'Cancelled')
+   RETURNING e.attempt, e.lease_expires_at`,
+);
+
+export interface LeaseGrant {
+  attempt: number;
+  leaseExpiresAt: Date;
+}
+
+export interface LeaseRequest {
+  sessionTokenHash: string;
+  stageId: number;
+  /** Must be a UUID (the caller checks; anything else can never be current). */
+  executionId: string;
+  workerId: string;
+  leaseSeconds: number;
+}
+
+/** Grants the lease when every condition of acquire row 6 holds for this session's worker; null otherwise. */
+export async function tryAcquireLease(db: Queryable, r: LeaseRequest): Promise<LeaseGrant | null> {
+  const [row] = await db.query<{ attempt: number; lease_expires_at: Date }>(ACQUIRE, [r.sessionTokenHash, r.stageId, r.executionId, r.workerId, r.leaseSeconds]);
+  return row ? { attempt: row.attempt, leaseExpiresAt: row.lease_expires_at } : null;
+}
+
+/** Extends the lease to max(current expiry, now + leaseSeconds) when renew row 6 holds; null otherwise. */
+export async function tryRenewLease(db: Queryable, r: LeaseRequest): Promise<LeaseGrant | null> {
+  const [row] = await db.query<{ attempt: number; lease_expires_at: Date }>(RENEW, [r.sessionTokenHash, r.stageId, r.executionId, r.workerId, r.leaseSeconds]);
+  return row ? { attempt: row.attempt, leaseExpiresAt: row.lease_expires_at } : null;
+}
+
+// One read for a result's identity and ownership checks: the session, and the stage's owner and
+// pipeline. (The result job itself, confirmed by Redis before the 202, is the receipt the sweeper
+// asks for before it expires the execution: decision 0062.)
+const RESULT_INTAKE = statement(
+  'result_intake',
+  `SELECT sess.worker_id, sess.application_id AS session_application_id, sess.expires_at > now() AS live,
+          st.application_id AS stage_application_id, st.pipeline_id, st.span_id
+   FROM (SELECT 1) one
+   LEFT JOIN worker_sessions sess ON sess.token_hash = $1 AND sess.superseded_at IS NULL
+   LEFT JOIN stages st ON st.id = $2`,
+);
+
+export interface ResultIntake {
+  /** The session, when the token is a current one (expired or not). */
+  session: null | { workerId: string; applicationId: number; live: boolean };
+  stage: null | { applicationId: number; pipelineId: number; spanId: string };
+}
+
+export async function resultIntake(db: Queryable, r: { sessionTokenHash: string; stageId: number }): Promise<ResultIntake> {
+  const [row] = await db.query<{
+    worker_id: string | null;
+    session_application_id: number | null;
+    live: boolean | null;
+    stage_application_id: number | null;
+    pipeline_id: string | null;
+    span_id: string | null;
+  }>(RESULT_INTAKE, [r.sessionTokenHash, r.stageId]);
+  return {
+    session: row?.worker_id ? { workerId: row.worker_id, applicationId: row.session_application_id!, live: row.live === true } : null,
+    stage: row?.stage_application_id != null ? { applicationId: row.stage_application_id, pipelineId: Number(row.pipeline_id), spanId: row.span_id! } : null,
+  };
+}
+
+const TRACE_FACTS = statement(
+  'stage_trace_facts',
+  `SELECT s.id, s.pipeline_id, s.application_id, s.handler_name, s.span_id, p.trace_id
+   FROM stages s JOIN pipelines p ON p.id = s.pipeline_id WHERE s.id = $1`,
+);
+
+/** What a span of a stage's hop needs (tracing on only): the pipeline's trace and the stage's span. */
+export async function stageTraceFacts(
+  db: Queryable,
+  stageId: number,
+): Promise<null | { pipelineTraceId: string; stage: { id: number; pipelineId: number; applicationId: number; handlerName: string; spanId: string } }> {
+  const [r] = await db.query<{ id: string; pipeline_id: string; application_id: number; handler_name: string; span_id: string; trace_id: string }>(TRACE_FACTS, [stageId]);
+  return r
+    ? { pipelineTraceId: r.trace_id, stage: { id: Number(r.id), pipelineId: Number(r.pipeline_id), applicationId: r.application_id, handlerName: r.handler_name, spanId: r.span_id } }
+    : null;
+}

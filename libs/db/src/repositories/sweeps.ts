@@ -1,0 +1,102 @@
+import { statement, type Queryable } from '../sql.js';
+
+/**
+ * What the sweeper (pipeline-service) looks for, by the database clock. Each query reads only live
+ * rows through an index whose leading column is NULL for finished history (ended_at,
+ * dispatch_requested_at), so its cost does not grow with the number of finished pipelines. They
+ * are planned on every run (they run twice a second, not per stage), so a plan made while the
+ * tables were small never outlives their growth.
+ */
+
+const EXPIRED = statement(
+  'sweep_expired_executions',
+  `SELECT id::text AS id, stage_id, attempt, (SELECT pipeline_id FROM stages s WHERE s.id = e.stage_id) AS pipeline_id
+   FROM stage_executions e
+   WHERE ended_at IS NULL AND (lease_expires_at <= now() OR timeout_at <= now())
+   ORDER BY LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) LIMIT $1`,
+  { plan: 'custom' },
+);
+
+export interface ExecutionRef {
+  executionId: string;
+  stageId: number;
+  pipelineId: number;
+  /** The attempt the lease granted (null: never leased). */
+  attempt: number | null;
+}
+
+/** Live executions whose lease or handler timeout has passed (addendum §11). */
+export async function expiredExecutions(db: Queryable, limit: number): Promise<ExecutionRef[]> {
+  const rows = await db.query<{ id: string; stage_id: string; attempt: number | null; pipeline_id: string }>(EXPIRED, [limit]);
+  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), pipelineId: Number(r.pipeline_id), attempt: r.attempt }));
+}
+
+const DUE = statement(
+  'sweep_due_pipelines',
+  `SELECT id FROM pipelines
+   WHERE dispatch_requested_at <= now() - make_interval(secs => $1::float8 / 1000)
+     AND status NOT IN ('Completed', 'Failed', 'Cancelled')
+   ORDER BY dispatch_requested_at LIMIT $2`,
+  { plan: 'custom' },
+);
+
+/** Pipelines whose pass was requested more than `graceMs` ago (a lost event, or a retry fallen due), oldest first. */
+export async function pipelinesDueForDispatch(db: Queryable, graceMs: number, limit: number): Promise<number[]> {
+  const rows = await db.query<{ id: string }>(DUE, [graceMs, limit]);
+  return rows.map((r) => Number(r.id));
+}
+
+const THROTTLED = statement(
+  'sweep_throttled_pipelines',
+  // Per application, so the (application_id, status) index finds only Throttled stages: a filter on
+  // status alone would read that whole index, which grows with every stage ever run.
+  `SELECT t.pipeline_id FROM applications a
+   CROSS JOIN LATERAL (SELECT pipeline_id, id FROM stages WHERE application_id = a.id AND status = 'Throttled') t
+   GROUP BY t.pipeline_id ORDER BY MIN(t.id) LIMIT $1`,
+  { plan: 'custom' },
+);
+
+/** Pipelines holding Throttled stages, oldest stage first: candidates when slots free up. */
+export async function pipelinesWithThrottledStages(db: Queryable, limit: number): Promise<number[]> {
+  const rows = await db.query<{ pipeline_id: string }>(THROTTLED, [limit]);
+  return rows.map((r) => Number(r.pipeline_id));
+}
+
+const WAITING = statement(
+  'sweep_waiting_executions',
+  `SELECT e.id::text AS id, e.stage_id, e.dispatched_at, s.application_id, s.handler_name
+   FROM stage_executions e JOIN stages s ON s.id = e.stage_id
+   WHERE e.ended_at IS NULL AND e.dispatched_at < now() - make_interval(secs => $1::float8)
+     AND (e.dispatched_at, e.id) > ($2::timestamptz, $3::uuid)
+     AND e.leased_at IS NULL AND s.status = 'Pending' AND s.current_execution_id = e.id
+   ORDER BY e.dispatched_at, e.id LIMIT $4`,
+  { plan: 'custom' },
+);
+
+export interface WaitingExecution {
+  executionId: string;
+  stageId: number;
+  applicationId: number;
+  handlerName: string;
+  dispatchedAt: Date;
+}
+
+/**
+ * Dispatched executions never leased, dispatched (and so published: the engine publishes before it
+ * commits) more than `olderThanSeconds` ago, after the cursor (dispatched_at, id) in that order: the
+ * sweeper walks them a page at a time to find messages that Redis lost.
+ */
+export async function waitingExecutions(
+  db: Queryable,
+  olderThanSeconds: number,
+  after: { dispatchedAt: Date; executionId: string },
+  limit: number,
+): Promise<WaitingExecution[]> {
+  const rows = await db.query<{ id: string; stage_id: string; dispatched_at: Date; application_id: number; handler_name: string }>(WAITING, [
+    olderThanSeconds,
+    after.dispatchedAt,
+    after.executionId,
+    limit,
+  ]);
+  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), applicationId: r.application_id, handlerName: r.handler_name, dispatchedAt: r.dispatched_at }));
+}

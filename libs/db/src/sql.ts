@@ -1,0 +1,120 @@
+import type pg from 'pg';
+
+/**
+ * Plain `pg` beside Prisma, for the hot paths (decision 0060): named statements are prepared once
+ * per connection and then cost one round trip and no query planning or client-side compilation.
+ * Prisma stays the owner of the schema and migrations and serves the cold paths; both share one
+ * pool per process (see createDb).
+ */
+
+/** A named SQL statement; the name must be unique in the process and its text never change. */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+  /** Planned for its actual parameters on every run (see `statement`). */
+  readonly custom?: boolean;
+}
+
+const names = new Map<string, { text: string; custom: boolean }>();
+
+/**
+ * Declares a statement. By default it is prepared once per connection and, after a few runs,
+ * executed with PostgreSQL's generic plan: right for statements that find rows by key.
+ * `{ plan: 'custom' }` plans it for its actual parameters every time (one parse and plan per run):
+ * for set-based statements over arrays, whose best plan depends on how many rows the arrays hold
+ * and on how big the tables are now — a generic plan made while the tables were small (a young
+ * database) keeps scanning them whole long after they have grown. Declaring one name twice with
+ * different text is a bug.
+ */
+export function statement(name: string, text: string, options: { plan?: 'generic' | 'custom' } = {}): Statement {
+  const known = names.get(name);
+  if (known !== undefined && known.text !== text) throw new Error(`statement ${name} declared twice with different text`);
+  const custom = options.plan === 'custom';
+  names.set(name, { text, custom });
+  return custom ? { name, text, custom: true } : { name, text };
+}
+
+/**
+ * Every statement declared so far (by the modules loaded), name → text and whether it is planned
+ * per run: for tools that inspect the hot paths' plans (e2e/bench/explain.mjs).
+ */
+export function declaredStatements(): ReadonlyMap<string, { text: string; custom: boolean }> {
+  return new Map([...names].map(([name, s]) => [name, { ...s }]));
+}
+
+/** What runs statements: the pool (one statement, autocommit) or a transaction's client. */
+export interface Queryable {
+  query<R>(statement: Statement, values?: readonly unknown[]): Promise<R[]>;
+}
+
+export interface Sql extends Queryable {
+  readonly pool: pg.Pool;
+  /**
+   * Runs `fn` in a READ COMMITTED transaction on one connection; commits when it resolves, rolls
+   * back when it throws. `readOnly` makes it a REPEATABLE READ READ ONLY snapshot (multi-statement
+   * reads that must not tear). `keyLookups` tells the planner that every statement of the
+   * transaction reads rows by key (`enable_seqscan = off` for it alone): see createSql.
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { readOnly?: boolean; keyLookups?: boolean }): Promise<T>;
+}
+
+function runner(client: pg.Pool | pg.PoolClient): Queryable {
+  return {
+    async query<R>(s: Statement, values: readonly unknown[] = []) {
+      const result = await client.query(s.custom ? { text: s.text, values: values as unknown[] } : { name: s.name, text: s.text, values: values as unknown[] });
+      return result.rows as R[];
+    },
+  };
+}
+
+/**
+ * Statements on the pool. A transaction of `keyLookups` runs with sequential scans disabled: the
+ * engine's statements find a handful of rows by key in tables that grow by thousands a second, and
+ * while a young database's statistics still describe small tables the planner would rather scan
+ * them whole and hash-join (seen at 2–3 ms a statement in the benchmark). Disabled is a cost, not a
+ * ban: a statement without an index path still runs.
+ */
+export function createSql(pool: pg.Pool): Sql {
+  const direct = runner(pool);
+  return {
+    pool,
+    query: direct.query,
+    async transaction(fn, options = {}) {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query(
+          options.readOnly
+            ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'
+            : options.keyLookups
+              ? // One round trip for both (the simple protocol takes several statements).
+                'BEGIN; SET LOCAL enable_seqscan = off'
+              : 'BEGIN',
+        );
+        const out = await fn(runner(client));
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          // The connection itself failed: do not hand it back to the pool.
+          broken = true;
+        }
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
+  };
+}
+
+/** True for errors worth retrying the whole transaction for: deadlock, serialization, a lost connection. */
+export function isTransientDbError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === '40P01' || code === '40001' || code === '57P01' || code === '57P02' || code === '57P03' || code === '08006' || code === '08003' || code === '08001') {
+    return true;
+  }
+  const message = String((err as { message?: unknown } | null)?.message ?? '');
+  return /Connection terminated|ECONNRESET|ECONNREFUSED|Client has encountered a connection error|terminating connection/i.test(message);
+}

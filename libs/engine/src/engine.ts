@@ -1,0 +1,264 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  freeSlots,
+  insertPassStages,
+  isTransientDbError,
+  lockPipelines,
+  oldestThrottled,
+  pipelinesOfStages,
+  readContexts,
+  readPassStages,
+  sqlOf,
+  writeContexts,
+  writePass,
+  type ContextEntryRow,
+  type Db,
+  type PassStage,
+  type Queryable,
+} from '@po/db';
+import { slotOrder } from '@po/domain';
+import type { PipelineEventsProducer, StageNextPublisher, StageResultMessage } from '@po/queues';
+import { rememberSensitive, rememberSensitiveItems, traceparentOf, type Logger, type Span } from '@po/telemetry';
+import type { StageNextMessage } from '@po/contracts';
+import { Batch, type EngineItem, type ItemOutcome } from './batch.js';
+import { byQueue, stageNextMessage } from './messages.js';
+import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
+
+export interface EngineDeps {
+  db: Db;
+  publisher: StageNextPublisher;
+  /** Delayed `pipeline.wake` events: a retry falls due on time, not on the next sweep. */
+  events: PipelineEventsProducer;
+  logger: Logger;
+  random: () => number;
+  /** APP_MAX_ACTIVE_STAGES: Pending + Running cap per application; 0 = none. */
+  maxActiveStages: number;
+}
+
+/** The write found a row changed since the read (a concurrent writer won): the batch is retried. */
+class ConcurrentChange extends Error {}
+
+const ATTEMPTS = 5;
+
+interface Outgoing {
+  queue: string;
+  message: StageNextMessage;
+  /** When the change that made the stage ready was requested (dispatch-latency metric). */
+  requestedAt: Date;
+}
+
+interface Committed {
+  batch: Batch;
+  outgoing: Outgoing[];
+}
+
+/**
+ * The engine (decision 0061): applying results, ending expired executions and dispatcher passes are
+ * one operation over a batch of pipelines, in one transaction — lock the pipelines in id order,
+ * read their stages, decide in memory (libs/domain), write everything in one statement, publish
+ * the StageNext messages of the stages it dispatched, commit. result-consumer runs it for results,
+ * pipeline-service for events, retries and the sweeper.
+ */
+export class Engine {
+  constructor(private readonly deps: EngineDeps) {}
+
+  /**
+   * Runs the items as one batch and returns one outcome per item, in order. With skipLocked, items
+   * of a pipeline another transaction holds are skipped (the sweeper comes back for them).
+   */
+  async run(input: readonly EngineItem[], options: { skipLocked?: boolean } = {}): Promise<ItemOutcome[]> {
+    if (input.length === 0) return [];
+    const started = Date.now();
+    const items = await this.withPipelines(input);
+    let committed: Committed | undefined;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        committed = await sqlOf(this.deps.db).transaction((tx) => this.decide(tx, items, options.skipLocked ?? false), { keyLookups: true });
+        break;
+      } catch (err) {
+        if (attempt >= ATTEMPTS || !(err instanceof ConcurrentChange || isTransientDbError(err))) throw err;
+        await sleep(5 * attempt + Math.floor(this.deps.random() * 10 * attempt));
+      }
+    }
+    await this.afterCommit(items, committed, started);
+    return committed.batch.outcomes;
+  }
+
+  /** Results queued before messages carried their pipeline are resolved here (one statement). */
+  private async withPipelines(input: readonly EngineItem[]): Promise<EngineItem[]> {
+    const missing = input.filter((i) => i.kind === 'result' && !(i.pipelineId > 0)).map((i) => (i as { message: StageResultMessage }).message.stageId);
+    if (missing.length === 0) return [...input];
+    const known = await pipelinesOfStages(sqlOf(this.deps.db), missing);
+    return input.map((i) => (i.kind === 'result' && !(i.pipelineId > 0) ? { ...i, pipelineId: known.get(i.message.stageId) ?? 0 } : i));
+  }
+
+  private async decide(tx: Queryable, items: readonly EngineItem[], skipLocked: boolean): Promise<Committed> {
+    const ids = [...new Set(items.map((i) => i.pipelineId).filter((id) => id > 0))].sort((a, b) => a - b);
+    const { now, pipelines } = await lockPipelines(tx, ids, skipLocked);
+    const locked = new Map(pipelines.map((p) => [p.id, p]));
+    const stages = locked.size > 0 ? await readPassStages(tx, [...locked.keys()]) : new Map<number, PassStage[]>();
+    // The context is read only for pipelines whose results change it or have log lines to redact.
+    const contextIds = items
+      .filter((i) => i.kind === 'result' && locked.has(i.pipelineId) && ((i.message.result.contextItems?.length ?? 0) > 0 || (i.message.result.logs?.length ?? 0) > 0))
+      .map((i) => i.pipelineId);
+    const contexts = contextIds.length > 0 ? await readContexts(tx, [...new Set(contextIds)]) : new Map<number, ContextEntryRow[]>();
+
+    const batch = new Batch(now, locked, stages, contexts, this.deps.random);
+    for (const item of items) batch.decide(item);
+    const contextWrites = batch.contextWrites();
+    if (contextWrites.length > 0) await writeContexts(tx, contextWrites, now);
+    if (batch.appended.length > 0) batch.addAppended(await insertPassStages(tx, batch.appended, now));
+
+    const slots = this.deps.maxActiveStages > 0 ? await this.shareSlots(tx, batch) : new Map<number, number>();
+    batch.plan(batch.candidates(), slots);
+
+    const stageWrites = batch.stageWrites();
+    const dispatchedPipelines = [...new Set(batch.dispatches.map((d) => d.pipeline.id))];
+    const written = await writePass(tx, {
+      now,
+      stages: stageWrites,
+      ended: batch.ended,
+      started: batch.dispatches.map((d) => ({ id: d.executionId, stageId: d.stage.id, applicationId: d.pipeline.applicationId })),
+      pipelines: batch.pipelineWrites,
+      logs: batch.logs,
+      dispatchedStageIds: batch.dispatches.map((d) => d.stage.id),
+      dispatchedPipelineIds: dispatchedPipelines,
+    });
+    if (written.stagesUpdated !== stageWrites.length) {
+      throw new ConcurrentChange(`batch changed ${written.stagesUpdated} of ${stageWrites.length} stages`);
+    }
+    // Every execution a decision rests on must have ended here; an expiry whose lease was renewed
+    // after the read did not, and the batch is decided again.
+    for (const o of batch.outcomes) {
+      const id = o.kind === 'result' && o.decision.applied ? o.stage?.execution?.id : o.kind === 'expiry' && o.expired ? o.stage.execution?.id : undefined;
+      if (id !== undefined && !written.endedIds.has(id)) throw new ConcurrentChange(`execution ${id} was not ended`);
+    }
+
+    const publishedAt = new Date();
+    const outgoing = batch.dispatches.map((d) => {
+      const context = batch.changedContext(d.pipeline.id) ?? written.context.get(d.pipeline.id) ?? [];
+      const { queue, message } = stageNextMessage({
+        applicationId: d.pipeline.applicationId,
+        pipelineId: d.pipeline.id,
+        traceId: d.pipeline.traceId,
+        stage: { ...d.stage, input: written.inputs.get(d.stage.id) ?? '' },
+        executionId: d.executionId,
+        context,
+        dispatchedAt: publishedAt,
+      });
+      return { queue, message, requestedAt: d.pipeline.dispatchRequestedAt ?? now };
+    });
+    await this.publish(outgoing);
+    return { batch, outgoing };
+  }
+
+  /**
+   * Publishes the batch's StageNext messages before it commits (decision 0061): one addBulk per
+   * queue, all queues at once. A worker that pulls one before the commit waits on its lease: the
+   * acquire blocks on the stage row this transaction holds. If the publish fails, the batch rolls
+   * back and is retried, so no committed dispatch ever waits for a message; if the batch rolls back
+   * after the publish, its messages name executions that do not exist and acquire refuses them
+   * (stale_execution).
+   */
+  private async publish(outgoing: readonly Outgoing[]): Promise<void> {
+    await Promise.all([...byQueue(outgoing)].map(([queue, messages]) => this.deps.publisher.publish(queue, messages)));
+  }
+
+  /**
+   * APP_MAX_ACTIVE_STAGES (addendum §7): the free slots of each application in the batch go to its
+   * oldest candidates, its Throttled stages in pipelines outside the batch included — those
+   * pipelines are locked and passed too. A pipeline another transaction holds is not waited for
+   * (that would invert the lock order); the slot its oldest stage is owed stays free for it.
+   */
+  private async shareSlots(tx: Queryable, batch: Batch): Promise<Map<number, number>> {
+    const slots = new Map<number, number>();
+    const candidates = batch.candidates();
+    for (const app of [...candidates.keys()].sort((a, b) => a - b)) {
+      const own = candidates.get(app) ?? [];
+      const free = Math.min(this.deps.maxActiveStages, (await freeSlots(tx, app, this.deps.maxActiveStages)) + batch.freedSlots(app));
+      const outside = free > 0 ? (await oldestThrottled(tx, app, free)).filter((t) => !batch.pipelines.has(t.pipelineId)) : [];
+      if (own.length === 0 && outside.length === 0) continue;
+      const winners = [...own.map((c) => ({ ...c, pipelineId: 0 })), ...outside.map((t) => ({ ...t, status: 'Throttled' as const }))].sort(slotOrder).slice(0, free);
+      const wanted = [...new Set(winners.filter((w) => w.pipelineId !== 0).map((w) => w.pipelineId))].sort((a, b) => a - b);
+      let owed = 0;
+      if (wanted.length > 0) {
+        const { pipelines } = await lockPipelines(tx, wanted, true);
+        batch.addPipelines(pipelines, await readPassStages(tx, pipelines.map((p) => p.id)));
+        const got = new Set(pipelines.map((p) => p.id));
+        owed = winners.filter((w) => w.pipelineId !== 0 && !got.has(w.pipelineId)).length;
+      }
+      slots.set(app, Math.max(0, free - owed));
+    }
+    return slots;
+  }
+
+  private async afterCommit(items: readonly EngineItem[], committed: Committed, started: number): Promise<void> {
+    const { batch, outgoing } = committed;
+    // The messages hold the real context values: the logger censors the sensitive ones from now on.
+    for (const o of outgoing) rememberSensitiveItems(o.message.pipelineContextItems);
+    const causes = new Map<number, string>();
+    const spans: Span[] = [];
+    items.forEach((item, i) => {
+      const outcome = batch.outcomes[i]!;
+      if (item.kind === 'result' && outcome.kind === 'result') {
+        const stage = outcome.stage;
+        const pipeline = stage ? batch.pipelines.get(stage.pipelineId) : undefined;
+        if (!outcome.decision.applied) {
+          this.deps.logger.warn(
+            { stageId: item.message.stageId, executionId: item.message.result.executionId, attempt: item.message.result.attempt, reason: outcome.decision.reason },
+            'result discarded',
+          );
+        }
+        if (item.message.result.contextItems) rememberSensitive(item.message.result.contextItems.filter((c) => c.isSensitive).map((c) => c.value ?? ''));
+        const span = recordApply(item.message, stage && pipeline ? { ...stage, pipelineTraceId: pipeline.traceId } : undefined, outcome.decision, started);
+        if (span) {
+          spans.push(span);
+          if (outcome.decision.applied) causes.set(item.pipelineId, traceparentOf(span));
+        }
+      } else if (item.kind === 'expiry' && outcome.kind === 'expiry' && outcome.expired) {
+        const { stage } = outcome;
+        this.deps.logger.warn(
+          { pipelineId: stage.pipelineId, stageId: stage.id, executionId: item.executionId, code: outcome.code, outcome: stage.status },
+          'execution expired',
+        );
+        recordOutcome(stage.handlerName, outcome.outcome, outcome.code);
+      } else if (item.kind === 'pass' && item.cause && !causes.has(item.pipelineId)) {
+        causes.set(item.pipelineId, item.cause);
+      }
+    });
+    this.observeDispatches(batch, outgoing, causes);
+    for (const span of spans) span.end();
+    for (const p of batch.pipelineWrites) {
+      if (p.nextPassAt === null) continue;
+      const pipeline = batch.pipelines.get(p.id)!;
+      try {
+        await this.deps.events.publishDelayed({ type: 'pipeline.wake', applicationId: pipeline.applicationId, pipelineId: p.id }, p.nextPassAt.getTime() - Date.now());
+      } catch (err) {
+        // The pass request is durable (dispatch_requested_at): the sweep runs it when it is due.
+        this.deps.logger.warn({ err, pipelineId: p.id }, 'retry wake-up not scheduled; the sweep will run the pass');
+      }
+    }
+  }
+
+  /** Dispatch spans (tracing on only) and the dispatch metrics of the messages the batch published. */
+  private observeDispatches(batch: Batch, outgoing: readonly Outgoing[], causes: Map<number, string>): void {
+    if (outgoing.length === 0) return;
+    const spans = new Map<string, Span>();
+    for (const [pipelineId, list] of groupBy(outgoing, (o) => o.message.pipelineId)) {
+      const made = startDispatchSpans(list, batch.pipelines.get(pipelineId)!.traceId, causes.get(pipelineId), batch.now.getTime());
+      made?.forEach((span, executionId) => spans.set(executionId, span));
+    }
+    for (const o of outgoing) recordPublished([o.message], o.requestedAt, spans);
+  }
+}
+
+function groupBy<T, K>(items: readonly T[], key: (t: T) => K): Map<K, T[]> {
+  const out = new Map<K, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
