@@ -77,7 +77,9 @@ describe('one trace per pipeline, and metrics that move', () => {
 
     const trace = await waitFor('every hop exported', async () => {
       const spans = traceOf(clientTrace);
-      return named(spans, 'stage.apply').length === 2 && named(spans, 'stage.handler').length === 2 ? spans : undefined;
+      // Each process exports on its own schedule: wait for every hop of both stages.
+      const hops = ['stage.dispatch', 'stage.pull', 'stage.lease', 'stage.handler', 'stage.result', 'stage.apply'];
+      return hops.every((hop) => named(spans, hop).length >= 2) ? spans : undefined;
     });
 
     // One tree: unique span ids, every parent inside the trace except the request's, whose parent is the client's span.
@@ -95,10 +97,13 @@ describe('one trace per pipeline, and metrics that move', () => {
       return out;
     };
     expect(named(trace, 'pipeline.create')[0]).toMatchObject({ service: 'api-gateway', attributes: { 'pipeline.id': pipeline.id, 'application.id': applicationId } });
-    for (const stage of pipeline.stages as { id: number; spanId: string }[]) {
+    for (const [index, stage] of (pipeline.stages as { id: number; spanId: string }[]).entries()) {
+      // The first stage is dispatched by pipeline-service after creation; the second by
+      // result-consumer, in the transaction that applied the first one's result (decision 0061).
+      const dispatcher = index === 0 ? 'pipeline-service' : 'result-consumer';
       // The stage's stored spanId is its span; each hop of the stage is below it.
       const stageSpan = trace.find((s) => s.spanId === stage.spanId);
-      expect(stageSpan).toMatchObject({ name: 'pipeline.stage', service: 'pipeline-service', attributes: { 'stage.id': stage.id, 'stage.handler': 'echo' } });
+      expect(stageSpan).toMatchObject({ name: 'pipeline.stage', service: dispatcher, attributes: { 'stage.id': stage.id, 'stage.handler': 'echo' } });
       const hops = trace.filter((s) => s.attributes['stage.id'] === stage.id && s.spanId !== stage.spanId);
       const hop = (name: string, service: string) => {
         const found = hops.filter((s) => s.name === name);
@@ -107,7 +112,7 @@ describe('one trace per pipeline, and metrics that move', () => {
         expect(ancestors(found[0]!).map((a) => a.spanId)).toContain(stage.spanId);
         return found[0]!;
       };
-      hop('stage.dispatch', 'pipeline-service');
+      hop('stage.dispatch', dispatcher);
       const pull = hop('stage.pull', 'worker-gateway');
       const lease = hop('stage.lease', 'worker-gateway');
       const handler = hop('stage.handler', 'example-worker');
@@ -172,8 +177,11 @@ describe('one trace per pipeline, and metrics that move', () => {
     const lease = await w(`/stages/${m.stageId}/lease/acquire`, { executionId: m.executionId, workerId: boot.body.workerId }, session);
     expect(lease.body.acquired).toBe(true);
     const result = { stageId: m.stageId, executionId: m.executionId, attempt: lease.body.attempt, isSuccess: true, result: 'raw' };
-    for (let i = 0; i < 2; i += 1) expect((await w(`/stages/${m.stageId}/result`, result, { 'x-api-key': key, ...session })).status).toBe(202);
+    expect((await w(`/stages/${m.stageId}/result`, result, { 'x-api-key': key, ...session })).status).toBe(202);
     expect((await finished(pipeline.id)).status).toBe('Completed');
+    // The same result again once the first was applied: accepted, then fenced by the consumer. (A
+    // copy posted while the first still waits is the same job, decision 0062, and never reaches it.)
+    expect((await w(`/stages/${m.stageId}/result`, result, { 'x-api-key': key, ...session })).status).toBe(202);
 
     // Without a traceparent from the worker, the lease span hangs under the stage's own span.
     const rawLease = await waitFor('the raw lease span', async () => traceOf(pipeline.traceId).find((s) => s.name === 'stage.lease' && s.attributes['stage.id'] === m.stageId));
@@ -199,8 +207,10 @@ describe('one trace per pipeline, and metrics that move', () => {
       const checks: [string, boolean][] = [
         ['http requests', moved('api-gateway', gateway!, 'po_http_request_duration_seconds_count', { method: 'POST', route: '/pipelines/idempotent', status: '201' }) >= 3],
         ['process metrics', hasMetric(gateway!, 'process_cpu_user_seconds_total')],
-        ['stages dispatched', moved('pipeline-service', dispatcher!, 'po_stages_dispatched_total') >= 7],
-        ['dispatch latency', moved('pipeline-service', dispatcher!, 'po_dispatch_latency_seconds_count') >= 7],
+        // A pipeline's first stages are dispatched by pipeline-service, the stages a result unblocks
+        // by result-consumer in the same transaction as the result (decision 0061).
+        ['stages dispatched', moved('pipeline-service', dispatcher!, 'po_stages_dispatched_total') + moved('result-consumer', consumer!, 'po_stages_dispatched_total') >= 7],
+        ['dispatch latency', moved('pipeline-service', dispatcher!, 'po_dispatch_latency_seconds_count') + moved('result-consumer', consumer!, 'po_dispatch_latency_seconds_count') >= 7],
         ['queue depth', hasMetric(dispatcher!, 'po_stagenext_queue_messages', { queue, state: 'waiting' })],
         ['queue age', hasMetric(dispatcher!, 'po_stagenext_queue_oldest_age_seconds', { queue })],
         ['pull wait', moved('worker-gateway', workers!, 'po_pull_wait_seconds_count', { result: 'message' }) >= 7],

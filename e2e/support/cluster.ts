@@ -9,6 +9,11 @@ export interface ClusterOptions {
   /** Replicas per service (default 1 each); 0 leaves a service out. */
   replicas?: Partial<Record<ServiceName, number>>;
   env?: Record<string, string>;
+  /**
+   * A Redis of the test's own (e.g. a RedisServer it restarts) instead of the shared test Redis.
+   * Its keys are left to that server's owner, which throws the whole server away.
+   */
+  redisUrl?: string;
 }
 
 /**
@@ -21,7 +26,7 @@ export async function startCluster(options: ClusterOptions = {}) {
   const env: Record<string, string | undefined> = {
     ...process.env,
     DATABASE_URL: database.url,
-    REDIS_URL: TEST_REDIS_URL,
+    REDIS_URL: options.redisUrl ?? TEST_REDIS_URL,
     QUEUE_PREFIX: prefix,
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
@@ -42,7 +47,15 @@ export async function startCluster(options: ClusterOptions = {}) {
     for (let i = 0; i < count; i += 1) services.push(serviceProcess(name, env, await freePort(), count > 1 ? `${name}-${i + 1}` : name));
   }
   services.forEach((s) => s.start());
-  await Promise.all(services.map((s) => s.waitReady()));
+  try {
+    await Promise.all(services.map((s) => s.waitReady()));
+  } catch (err) {
+    // A service that cannot start must not leave its siblings or the database behind.
+    await Promise.all(services.map((s) => s.kill()));
+    if (!options.redisUrl) await cleanupRedisPrefix(prefix);
+    await database.drop();
+    throw err;
+  }
   const find = (label: string) => {
     const s = services.find((p) => p.name === label);
     if (!s) throw new Error(`no process ${label}`);
@@ -76,7 +89,7 @@ export async function startCluster(options: ClusterOptions = {}) {
     async stop(): Promise<void> {
       await Promise.all(workers.map((w) => w.stop()));
       await Promise.all(services.map((s) => s.stop()));
-      await cleanupRedisPrefix(prefix);
+      if (!options.redisUrl) await cleanupRedisPrefix(prefix);
       await database.drop();
     },
   };
