@@ -1,8 +1,13 @@
-// npm run bench: every benchmark of the product, one JSON line each. BENCH_ONLY=engine|schedules
-// runs one of them; BENCH_TRACING=1 runs the engine bench with tracing off and on (engine.mjs).
+// npm run bench: every benchmark of the product, JSON lines on stdout (progress on stderr).
+// BENCH_ONLY=engine|schedules runs one of them; BENCH_PHASES=saturation,latency,create chooses
+// the engine's phases; BENCH_TRACING=1 runs the engine bench with tracing off and on. Every
+// variable is listed at the top of engine.mjs (and schedules.mjs).
 import { benchEngine, benchEngineTracing } from './engine.mjs';
 import { benchSchedules } from './schedules.mjs';
 
 const only = process.env.BENCH_ONLY;
-if (!only || only === 'engine') await (process.env.BENCH_TRACING === '1' ? benchEngineTracing() : benchEngine());
+if (only && only !== 'engine' && only !== 'schedules')
+  throw new Error(`BENCH_ONLY must be engine or schedules, got ${only}`);
+if (!only || only === 'engine')
+  await (process.env.BENCH_TRACING === '1' ? benchEngineTracing() : benchEngine());
 if (!only || only === 'schedules') await benchSchedules();

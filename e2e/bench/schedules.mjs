@@ -12,7 +12,7 @@ const LEAD_SECONDS = Number(process.env.BENCH_SCHEDULE_LEAD_SECONDS ?? 15);
 const CREATORS = 16;
 
 export async function benchSchedules(log = console.log) {
-  const cluster = await startBenchCluster();
+  const cluster = await startBenchCluster({ label: 'schedules' });
   const db = new pg.Client({ connectionString: cluster.env.DATABASE_URL });
   await db.connect();
   try {

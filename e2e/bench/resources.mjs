@@ -1,0 +1,115 @@
+// What the processes of a bench phase cost: CPU seconds (utime + stime from /proc/<pid>/stat)
+// over the phase, resident memory (VmRSS from /proc/<pid>/status) at its end, and the CPU of the
+// shared servers (PostgreSQL: the postmaster and all its backends; Redis: INFO cpu). Linux only:
+// where /proc cannot be read the figures are null.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+let ticksPerSecond;
+function clockTicks() {
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  return ticksPerSecond;
+}
+
+/** utime, stime, cutime, cstime (ticks) and ppid of a process, or null when it is gone. */
+function procStat(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "(comm)": state ppid … utime(14) stime(15) cutime(16) cstime(17), 1-based.
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return {
+      ppid: Number(f[1]),
+      utime: Number(f[11]),
+      stime: Number(f[12]),
+      cutime: Number(f[13]),
+      cstime: Number(f[14]),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds a process has used so far (itself, not its children), or null. */
+export function cpuSeconds(pid) {
+  const s = procStat(pid);
+  return s ? (s.utime + s.stime) / clockTicks() : null;
+}
+
+/** Resident set size in MiB, or null. */
+export function rssMiB(pid) {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? +(Number(m[1]) / 1024).toFixed(1) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU seconds of the whole PostgreSQL server: the postmaster's own and its reaped children's
+ * (cutime/cstime), plus every live child's. A backend that exits between two readings moves from
+ * the second term to the first, so the difference of two readings is what the server used.
+ */
+export function postgresCpuSeconds(postmasterPid) {
+  if (!postmasterPid) return null;
+  const pm = procStat(postmasterPid);
+  if (!pm) return null;
+  let ticks = pm.utime + pm.stime + pm.cutime + pm.cstime;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const s = procStat(entry);
+    if (s && s.ppid === postmasterPid) ticks += s.utime + s.stime;
+  }
+  return ticks / clockTicks();
+}
+
+/** The postmaster's pid: the parent of one of its backends (pg_backend_pid() of a connection). */
+export function postmasterOf(backendPid) {
+  return procStat(backendPid)?.ppid ?? null;
+}
+
+/** Redis's own CPU seconds (INFO cpu: used_cpu_user + used_cpu_sys), or null. */
+export async function redisCpuSeconds(redis) {
+  try {
+    const info = await redis.info('cpu');
+    const read = (k) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+    const total = read('used_cpu_user') + read('used_cpu_sys');
+    return Number.isFinite(total) ? total : null;
+  } catch {
+    return null;
+  }
+}
+
+const round = (v, digits = 2) => (v === null || v === undefined ? null : +v.toFixed(digits));
+
+/**
+ * Samples named processes (name → pid) and the shared servers at the start of a phase; end()
+ * samples again and returns { processes: { name: { cpuSeconds, rssMiB } }, postgresCpuSeconds,
+ * redisCpuSeconds }. RSS is read at end() only: call it just before stopping anything.
+ */
+export async function startResourceMeter({ processes, postmasterPid, redis }) {
+  const cpu0 = Object.fromEntries(
+    Object.entries(processes).map(([name, pid]) => [name, cpuSeconds(pid)]),
+  );
+  const pg0 = postgresCpuSeconds(postmasterPid);
+  const redis0 = await redisCpuSeconds(redis);
+  return {
+    async end() {
+      const out = {};
+      for (const [name, pid] of Object.entries(processes)) {
+        const now = cpuSeconds(pid);
+        out[name] = {
+          cpuSeconds: now === null || cpu0[name] === null ? null : round(now - cpu0[name]),
+          rssMiB: rssMiB(pid),
+        };
+      }
+      const pg1 = postgresCpuSeconds(postmasterPid);
+      const redis1 = await redisCpuSeconds(redis);
+      return {
+        processes: out,
+        postgresCpuSeconds: pg0 === null || pg1 === null ? null : round(pg1 - pg0),
+        redisCpuSeconds: redis0 === null || redis1 === null ? null : round(redis1 - redis0),
+      };
+    },
+  };
+}
