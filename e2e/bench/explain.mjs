@@ -7,7 +7,7 @@
 //
 // Each statement runs as the services run it: BEGIN; plan_cache_mode forced to the plan it gets
 // in production (generic for named statements, which PostgreSQL switches to after five runs;
-// custom for those declared `{ plan: 'custom' }`); `enable_seqscan = off` for the engine
+// custom for those declared `{ plan: 'custom' }`); `enable_seqscan = off` and no parallel workers for the engine
 // transaction's statements (passes.ts, `keyLookups`); PREPARE; EXPLAIN (ANALYZE, BUFFERS,
 // COSTS OFF, TIMING OFF, SUMMARY ON) EXECUTE with parameters picked from the database (newest
 // pipelines and their stages, a finished pipeline, a bound idempotency key, an API key, …);
@@ -425,7 +425,7 @@ async function explain(c, { statement, params }, declared) {
     await c.query('BEGIN');
     try {
       await c.query(`SET LOCAL plan_cache_mode = ${mode}`);
-      if (engine) await c.query('SET LOCAL enable_seqscan = off');
+      if (engine) await c.query('SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0');
       await c.query(`PREPARE explain_stmt AS ${s.text}`);
       const { rows } = await c.query(`EXPLAIN (${options}) EXECUTE explain_stmt${args}`);
       return rows.map((r) => r['QUERY PLAN']);
@@ -434,7 +434,7 @@ async function explain(c, { statement, params }, declared) {
       await c.query('DEALLOCATE ALL');
     }
   };
-  const settings = `${s.custom ? 'custom' : 'generic'} plan${engine ? ', enable_seqscan off' : ''}`;
+  const settings = `${s.custom ? 'custom' : 'generic'} plan${engine ? ', enable_seqscan off, no parallel workers' : ''}`;
   try {
     return {
       settings,

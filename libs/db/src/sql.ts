@@ -53,7 +53,7 @@ export interface Sql extends Queryable {
    * Runs `fn` in a READ COMMITTED transaction on one connection; commits when it resolves, rolls
    * back when it throws. `readOnly` makes it a REPEATABLE READ READ ONLY snapshot (multi-statement
    * reads that must not tear). `keyLookups` tells the planner that every statement of the
-   * transaction reads rows by key (`enable_seqscan = off` for it alone): see createSql.
+   * transaction reads rows by key (`enable_seqscan = off`, no parallel workers, for it alone): see createSql.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { readOnly?: boolean; keyLookups?: boolean }): Promise<T>;
 }
@@ -72,7 +72,8 @@ function runner(client: pg.Pool | pg.PoolClient): Queryable {
  * engine's statements find a handful of rows by key in tables that grow by thousands a second, and
  * while a young database's statistics still describe small tables the planner would rather scan
  * them whole and hash-join (seen at 2–3 ms a statement in the benchmark). Disabled is a cost, not a
- * ban: a statement without an index path still runs.
+ * ban: a statement without an index path still runs. Parallel workers are off too: starting one
+ * costs more than any of these statements (a 64-pipeline read went parallel over a large history).
  */
 export function createSql(pool: pg.Pool): Sql {
   const direct = runner(pool);
@@ -88,7 +89,7 @@ export function createSql(pool: pg.Pool): Sql {
             ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'
             : options.keyLookups
               ? // One round trip for both (the simple protocol takes several statements).
-                'BEGIN; SET LOCAL enable_seqscan = off'
+                'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0'
               : 'BEGIN',
         );
         const out = await fn(runner(client));

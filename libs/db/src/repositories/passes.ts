@@ -122,7 +122,12 @@ const READ_STAGES = statement(
           s.span_id, s.attempt, s.retry_attempt, s.failure_count, s.last_error_code, s.last_failed_at, s.failure_disposition,
           s.next_retry_at, s.finished_at, s.current_execution_id::text AS current_execution_id,
           e.id::text AS e_id, e.attempt AS e_attempt, e.lease_owner, e.lease_expires_at, e.timeout_at, e.ended_at, e.end_reason
-   FROM stages s LEFT JOIN stage_executions e ON e.id = s.current_execution_id
+   FROM stages s
+   -- A Completed or Skipped stage's execution has ended (in the transaction that completed it) and
+   -- decides nothing: a NULL key skips its random lookup in the executions' key, which outgrows
+   -- memory as history grows (a join filter on the status would still do the lookup).
+   LEFT JOIN stage_executions e
+     ON e.id = CASE WHEN s.status NOT IN ('Completed', 'Skipped') THEN s.current_execution_id END
    WHERE s.pipeline_id = ANY($1::bigint[])
    ORDER BY s.pipeline_id, s.position`,
   { plan: 'custom' },
