@@ -1,7 +1,6 @@
-import type { PipelineStatus } from '@po/domain';
 import { statement, type Queryable } from '../sql.js';
 import { STORED_PIPELINE_JSON, pipelineRecord, type PipelineJson, type PipelineRecord } from './pipeline-view.js';
-import type { ScheduleRunRecord, ScheduleRunStatus, ScheduleRunTrigger } from './schedules.js';
+import { toRun, type RawRun, type ScheduleRunRecord } from './schedules.js';
 
 const RUN_WITH_PIPELINE = statement(
   'schedule_run_with_pipeline',
@@ -12,17 +11,7 @@ const RUN_WITH_PIPELINE = statement(
    WHERE r.id = $1::bigint`,
 );
 
-interface RawRunWithPipeline {
-  /** int8 columns come as text from pg. */
-  id: string;
-  schedule_id: string;
-  trigger: ScheduleRunTrigger;
-  status: ScheduleRunStatus;
-  scheduled_for: Date;
-  created_at: Date;
-  pipeline_id: string | null;
-  pipeline_status: PipelineStatus | null;
-  reason: string | null;
+interface RawRunWithPipeline extends RawRun {
   pipeline: PipelineJson | null;
 }
 
@@ -34,17 +23,7 @@ export async function readRunWithPipeline(
   const [r] = await db.query<RawRunWithPipeline>(RUN_WITH_PIPELINE, [runId]);
   if (!r) return null;
   return {
-    run: {
-      id: Number(r.id),
-      scheduleId: Number(r.schedule_id),
-      trigger: r.trigger,
-      status: r.status,
-      scheduledFor: r.scheduled_for,
-      createdAt: r.created_at,
-      pipelineId: r.pipeline_id === null ? null : Number(r.pipeline_id),
-      pipelineStatus: r.pipeline_status,
-      reason: r.reason,
-    },
+    run: toRun(r),
     pipeline: r.pipeline === null ? null : pipelineRecord(r.pipeline),
   };
 }

@@ -204,19 +204,20 @@ export async function listSchedules(
   return rows.map(toRecord);
 }
 
-interface RawRun {
-  id: bigint;
-  schedule_id: bigint;
+/** A schedule_runs row as raw SQL returns it (int8 as bigint from Prisma, as text from pg). */
+export interface RawRun {
+  id: bigint | string;
+  schedule_id: bigint | string;
   trigger: ScheduleRunTrigger;
   status: ScheduleRunStatus;
   scheduled_for: Date;
   created_at: Date;
-  pipeline_id: bigint | null;
+  pipeline_id: bigint | string | null;
   pipeline_status: PipelineStatus | null;
   reason: string | null;
 }
 
-const toRun = (r: RawRun): ScheduleRunRecord => ({
+export const toRun = (r: RawRun): ScheduleRunRecord => ({
   id: Number(r.id),
   scheduleId: Number(r.schedule_id),
   trigger: r.trigger,
