@@ -8,7 +8,7 @@
 // Each statement runs as the services run it: BEGIN; plan_cache_mode forced to the plan it gets
 // in production (generic for named statements, which PostgreSQL switches to after five runs;
 // custom for those declared `{ plan: 'custom' }`); `enable_seqscan = off` and no parallel workers for the engine
-// transaction's statements (passes.ts, `keyLookups`); PREPARE; EXPLAIN (ANALYZE, BUFFERS,
+// transaction's statements (the `engine_` statements of passes.ts, pass-contexts.ts and pass-slots.ts, `keyLookups`); PREPARE; EXPLAIN (ANALYZE, BUFFERS,
 // COSTS OFF, TIMING OFF, SUMMARY ON) EXECUTE with parameters picked from the database (newest
 // pipelines and their stages, a finished pipeline, a bound idempotency key, an API key, …);
 // ROLLBACK. Nothing written stays, but sequences advance (nextval is not transactional), rolled
@@ -47,7 +47,7 @@ const ANY_SEQ_SCAN = /Seq Scan on (\S+)/;
 const TERMINAL = ['Completed', 'Failed', 'Cancelled'];
 const NO_MATCH_HASH = '0'.repeat(64);
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
-/** The statements of the engine's transaction (sql.ts `keyLookups`): passes.ts, except the pool's lookup. */
+/** The statements of the engine's transaction (sql.ts `keyLookups`): every `engine_` statement except the pool's lookup. */
 const NOT_IN_ENGINE_TX = new Set(['engine_stage_pipelines']);
 
 const name = process.argv[2];

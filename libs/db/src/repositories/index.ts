@@ -13,6 +13,8 @@ export * from './schedules.js';
 export * from './worker-activity.js';
 export * from './worker-metrics.js';
 export * from './passes.js';
+export * from './pass-contexts.js';
+export * from './pass-slots.js';
 export * from './sweeps.js';
 export * from './schedule-run-read.js';
 export * from './leases.js';
