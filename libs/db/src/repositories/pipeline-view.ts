@@ -79,7 +79,7 @@ export function stageJson(s: string, logs: string): string {
 }
 
 /** The logs of stage row `s`, ordered by created then id (addendum §4). */
-export const storedLogs = (s: string): string => `(
+const storedLogs = (s: string): string => `(
   SELECT coalesce(json_agg(json_build_object(
            'id', l.id, 'stageId', l.stage_id, 'message', l.message, 'logLevel', l.log_level, 'created', l.created)
            ORDER BY l.created, l.id), '[]'::json)

@@ -255,14 +255,6 @@ export async function recentRuns(db: DbOrTx, scheduleIds: readonly number[], win
   return byId;
 }
 
-export async function loadRun(db: DbOrTx, runId: number): Promise<ScheduleRunRecord | null> {
-  const rows = await db.$queryRaw<RawRun[]>`
-    SELECT r.id, r.schedule_id, r.trigger, r.status, r.scheduled_for, r.created_at, r.pipeline_id, p.status::text AS pipeline_status, r.reason
-    FROM schedule_runs r LEFT JOIN pipelines p ON p.id = r.pipeline_id WHERE r.id = ${BigInt(runId)}`;
-  const row = rows[0];
-  return row ? toRun(row) : null;
-}
-
 export interface NewRun {
   scheduleId: number;
   applicationId: number;

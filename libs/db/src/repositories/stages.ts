@@ -26,13 +26,6 @@ export async function stageNamesOf(tx: DbOrTx, pipelineId: number): Promise<stri
   return rows.map((r) => r.name);
 }
 
-export async function stagesFromPosition(tx: DbOrTx, pipelineId: number, fromPosition: number) {
-  return tx.stage.findMany({
-    where: { pipelineId: BigInt(pipelineId), position: { gte: fromPosition } },
-    orderBy: { position: 'asc' },
-  });
-}
-
 export interface LockedStage {
   id: number;
   pipelineId: number;
@@ -100,16 +93,4 @@ export async function recordApprovalDecision(
       },
     });
   }
-}
-
-/** Applied result that completes or parks a stage (addendum §7): output, and finishedAt when Completed. */
-export async function recordStageOutcome(
-  tx: DbOrTx,
-  stageId: number,
-  outcome: { status: 'Completed' | 'WaitingForApproval'; output: string | null; now: Date },
-): Promise<void> {
-  await tx.stage.update({
-    where: { id: BigInt(stageId) },
-    data: { status: outcome.status, output: outcome.output, ...(outcome.status === 'Completed' ? { finishedAt: outcome.now } : {}) },
-  });
 }
