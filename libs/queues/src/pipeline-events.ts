@@ -1,5 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { reopeningQueue } from './connection.js';
 import { compile } from '@po/contracts';
 
 /** Announcements of state changes that can make a stage ready; consumed by pipeline-service. */
@@ -64,16 +65,16 @@ export interface PipelineEventsProducer {
 }
 
 export function createPipelineEventsProducer(connection: Redis, prefix: string): PipelineEventsProducer {
-  const queue = new Queue(PIPELINE_EVENTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+  const queue = reopeningQueue(() => new Queue(PIPELINE_EVENTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS }));
   return {
     async publish(event) {
       const payload: PipelineEvent = { ...event, at: new Date().toISOString() };
-      await queue.add(event.type, payload);
+      await queue.get().add(event.type, payload);
     },
     async publishDelayed(event, delayMs) {
       const payload: PipelineEvent = { ...event, at: new Date().toISOString() };
       const due = Date.now() + Math.max(0, delayMs);
-      await queue.add(event.type, payload, { delay: Math.max(0, delayMs), jobId: `wake-${event.pipelineId}-${due}` });
+      await queue.get().add(event.type, payload, { delay: Math.max(0, delayMs), jobId: `wake-${event.pipelineId}-${due}` });
     },
     close: () => queue.close(),
   };

@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { dropIfSetupFails } from './connection.js';
 
 export interface StageNextQueueSample {
   queue: string;
@@ -52,7 +53,10 @@ export function createStageNextQueueStats(connection: Redis, prefix: string, opt
         watched.set(name, entry);
         return;
       }
-      watched.set(name, { lastSeen: now(), queue: new Queue(name, { connection, prefix }) });
+      const queue = dropIfSetupFails(new Queue(name, { connection, prefix }), () => {
+        if (watched.get(name)?.queue === queue) watched.delete(name);
+      });
+      watched.set(name, { lastSeen: now(), queue });
       if (watched.size > maxQueues) {
         const oldest = watched.keys().next();
         if (!oldest.done) forget(oldest.value);

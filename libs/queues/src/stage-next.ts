@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { validateStageNextMessage, type StageNextMessage } from '@po/contracts';
+import { dropIfSetupFails } from './connection.js';
 
 /**
  * Queues `app_{applicationId}_{handler}_StageNext` (addendum §9): one BullMQ queue per application
@@ -32,7 +33,10 @@ export function createStageNextPublisher(
   const queueFor = (name: string): Queue => {
     let queue = queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+      const made = new Queue(name, { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+      queue = dropIfSetupFails(made, () => {
+        if (queues.get(name) === made) queues.delete(name);
+      });
       queues.set(name, queue);
     }
     return queue;

@@ -1,5 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { reopeningQueue } from './connection.js';
 import { compile, type StageResultSubmit } from '@po/contracts';
 
 /** Accepted worker results on their way from the worker-gateway to the result-consumer. */
@@ -80,24 +81,24 @@ export interface StageResultsProducer {
 }
 
 export function createStageResultsProducer(connection: Redis, prefix: string): StageResultsProducer {
-  const queue = new Queue(STAGE_RESULTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+  const queue = reopeningQueue(() => new Queue(STAGE_RESULTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS }));
   return {
     async publish(message) {
-      await queue.add('result', message, { jobId: resultJobId(message.result.executionId, message.result.attempt) });
+      await queue.get().add('result', message, { jobId: resultJobId(message.result.executionId, message.result.attempt) });
     },
     async waiting(results) {
       const found = new Set<string>();
       if (results.length === 0) return found;
       const ids = results.map((r) => resultJobId(r.executionId, r.attempt));
       const pipeline = connection.pipeline();
-      for (const id of ids) pipeline.exists(queue.toKey(id));
+      for (const id of ids) pipeline.exists(queue.get().toKey(id));
       const answers = (await pipeline.exec()) ?? [];
       // A job that exists may still have failed for good (malformed): only pending ones count.
       await Promise.all(
         results.map(async (r, i) => {
           const [err, exists] = answers[i] ?? [null, 0];
           if (err || exists === 0) return;
-          const state = await queue.getJobState(ids[i]!);
+          const state = await queue.get().getJobState(ids[i]!);
           if (state !== 'failed' && state !== 'completed' && state !== 'unknown') found.add(r.executionId);
         }),
       );
