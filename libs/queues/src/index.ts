@@ -9,15 +9,14 @@ export {
   type PipelineEventType,
   type PipelineEventsProducer,
 } from './pipeline-events.js';
+export { createStageNextPublisher, stageNextBullName, stageNextWakeChannel, type StageNextMessage, type StageNextPublisher } from './stage-next.js';
 export {
+  FetchersExhausted,
   StageNextFetcher,
-  createStageNextPublisher,
-  stageNextWakeChannel,
+  stageNextMessageBytes,
   type FetchedMessage,
   type StageNextFetcherOptions,
-  type StageNextMessage,
-  type StageNextPublisher,
-} from './stage-next.js';
+} from './stage-next-fetcher.js';
 export {
   createStageNextQueueStats,
   type StageNextQueueSample,

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { dropIfSetupFails } from './connection.js';
+import { stageNextBullName } from './stage-next.js';
 
 export interface StageNextQueueSample {
   queue: string;
@@ -53,7 +54,7 @@ export function createStageNextQueueStats(connection: Redis, prefix: string, opt
         watched.set(name, entry);
         return;
       }
-      const queue = dropIfSetupFails(new Queue(name, { connection, prefix }), () => {
+      const queue = dropIfSetupFails(new Queue(stageNextBullName(name), { connection, prefix }), () => {
         if (watched.get(name)?.queue === queue) watched.delete(name);
       });
       watched.set(name, { lastSeen: now(), queue });

@@ -1,20 +1,34 @@
-import { randomUUID } from 'node:crypto';
-import { Queue, Worker, type Job } from 'bullmq';
+import { Queue, QueueKeys } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { validateStageNextMessage, type StageNextMessage } from '@po/contracts';
+import type { StageNextMessage } from '@po/contracts';
 import { dropIfSetupFails } from './connection.js';
 
 /**
  * Queues `app_{applicationId}_{handler}_StageNext` (addendum §9): one BullMQ queue per application
  * and handler. The job id is the executionId, so a republish of the same dispatch is a no-op while
  * the job exists, and `messageId` is stable across redeliveries.
+ *
+ * Callers always speak the worker-facing name (pull requests and responses, wake-ups, metrics);
+ * only this library turns it into the BullMQ name (`stageNextBullName`).
  */
 export type { StageNextMessage };
 
-/** Pub/sub channel on which a queue name is announced when it gains a message. */
+/** Pub/sub channel on which a queue's worker-facing name is announced when it gains a message. */
 export const stageNextWakeChannel = (prefix: string): string => `${prefix}:stage-next:wake`;
 
+/**
+ * The BullMQ queue behind a worker-facing StageNext queue name. BullMQ refuses `:` (its key
+ * separator) and a handler may contain any character (decision 0081), so `%` and `:` are
+ * percent-encoded: the mapping cannot collide, and names without either stay as they always were.
+ */
+export function stageNextBullName(queue: string): string {
+  return queue.replace(/[%:]/g, (c) => (c === '%' ? '%25' : '%3A'));
+}
+
 const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const;
+
+/** Publisher queues kept open at once: each costs listeners on the shared connection. */
+const MAX_OPEN_QUEUES = 1000;
 
 export interface StageNextPublisher {
   /** Adds each message to its queue; resolves once Redis confirmed every add. */
@@ -27,31 +41,50 @@ export interface StageNextPublisher {
 export function createStageNextPublisher(
   connection: Redis,
   prefix: string,
-  options: { onPublished?: (queue: string) => void } = {},
+  options: { onPublished?: (queue: string) => void; maxOpenQueues?: number } = {},
 ): StageNextPublisher {
-  const queues = new Map<string, Queue>();
-  const queueFor = (name: string): Queue => {
-    let queue = queues.get(name);
-    if (!queue) {
-      const made = new Queue(name, { connection, prefix, defaultJobOptions: JOB_OPTIONS });
-      queue = dropIfSetupFails(made, () => {
-        if (queues.get(name) === made) queues.delete(name);
-      });
-      queues.set(name, queue);
+  const maxOpen = options.maxOpenQueues ?? MAX_OPEN_QUEUES;
+  // Least recently used first; a queue with a publish under way is never closed under it.
+  const queues = new Map<string, { queue: Queue; busy: number }>();
+  const keys = new QueueKeys(prefix);
+  const open = (name: string) => {
+    let entry = queues.get(name);
+    if (entry) {
+      queues.delete(name);
+      queues.set(name, entry);
+      return entry;
     }
-    return queue;
+    const made = new Queue(stageNextBullName(name), { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+    const dropBroken = () => {
+      if (queues.get(name)?.queue === made) queues.delete(name);
+    };
+    entry = { queue: dropIfSetupFails(made, dropBroken), busy: 0 };
+    queues.set(name, entry);
+    for (const [old, e] of queues) {
+      if (queues.size <= maxOpen) break;
+      if (e.busy > 0) continue;
+      queues.delete(old);
+      void e.queue.close().catch(() => undefined);
+    }
+    return entry;
   };
   return {
     async publish(name, messages) {
       if (messages.length === 0) return;
-      await queueFor(name).addBulk(messages.map((m) => ({ name: 'stage', data: m, opts: { jobId: m.executionId } })));
+      const entry = open(name);
+      entry.busy += 1;
+      try {
+        await entry.queue.addBulk(messages.map((m) => ({ name: 'stage', data: m, opts: { jobId: m.executionId } })));
+      } finally {
+        entry.busy -= 1;
+      }
       await connection.publish(stageNextWakeChannel(prefix), name);
       options.onPublished?.(name);
     },
     async missing(jobs) {
       if (jobs.length === 0) return new Set();
       const pipeline = connection.pipeline();
-      for (const j of jobs) pipeline.exists(queueFor(j.queue).toKey(j.executionId));
+      for (const j of jobs) pipeline.exists(keys.toKey(stageNextBullName(j.queue), j.executionId));
       const answers = (await pipeline.exec()) ?? [];
       const gone = new Set<string>();
       jobs.forEach((j, i) => {
@@ -61,85 +94,9 @@ export function createStageNextPublisher(
       return gone;
     },
     async close() {
-      await Promise.all([...queues.values()].map((q) => q.close()));
+      const all = [...queues.values()];
+      queues.clear();
+      await Promise.all(all.map((e) => e.queue.close()));
     },
   };
-}
-
-/** A message fetched for one HTTP delivery, with the BullMQ lock token that owns it. */
-export interface FetchedMessage {
-  job: Job<StageNextMessage>;
-  lockToken: string;
-}
-
-export interface StageNextFetcherOptions {
-  /** The BullMQ lock lasts the visibility timeout: if this process dies, the lock lapses and any fetcher's stalled check requeues the job. */
-  visibilityTimeoutMs: number;
-  stalledIntervalMs: number;
-  /** A delivery whose lock lapsed was returned to its queue by this process's stalled check (metrics). */
-  onStalled?: (queue: string) => void;
-}
-
-/**
- * Manual fetching from StageNext queues for the worker-gateway's pull/ack (BullMQ's "manually
- * fetching jobs" pattern): one worker per queue, created on first use, running the stalled-job
- * check that returns deliveries of dead gateways to the queue.
- */
-export class StageNextFetcher {
-  private readonly workers = new Map<string, Worker<StageNextMessage>>();
-
-  constructor(
-    private readonly connection: Redis,
-    private readonly prefix: string,
-    private readonly options: StageNextFetcherOptions,
-  ) {}
-
-  private workerFor(queue: string): Worker<StageNextMessage> {
-    let worker = this.workers.get(queue);
-    if (!worker) {
-      worker = new Worker<StageNextMessage>(queue, null, {
-        connection: this.connection,
-        prefix: this.prefix,
-        autorun: false,
-        lockDuration: this.options.visibilityTimeoutMs,
-        stalledInterval: this.options.stalledIntervalMs,
-        // A delivery may lapse any number of times; lease fencing, not BullMQ, decides execution.
-        maxStalledCount: Number.MAX_SAFE_INTEGER,
-        skipLockRenewal: true,
-      });
-      worker.on('error', () => undefined);
-      if (this.options.onStalled) worker.on('stalled', () => this.options.onStalled?.(queue));
-      void worker.startStalledCheckTimer().catch(() => undefined);
-      this.workers.set(queue, worker);
-    }
-    return worker;
-  }
-
-  /** Takes the next message of the queue, or null when it is empty. Never blocks. */
-  async fetch(queue: string): Promise<FetchedMessage | null> {
-    const lockToken = randomUUID();
-    const job = (await this.workerFor(queue).getNextJob(lockToken, { block: false })) as Job<StageNextMessage> | undefined;
-    if (!job) return null;
-    if (!validateStageNextMessage(job.data).ok) {
-      // Not ours to deliver: drop it rather than hand a malformed payload to a worker.
-      await job.moveToFailed(new Error('invalid StageNext payload'), lockToken, false);
-      return this.fetch(queue);
-    }
-    return { job, lockToken };
-  }
-
-  async complete(message: FetchedMessage): Promise<void> {
-    await message.job.moveToCompleted(null, message.lockToken, false);
-  }
-
-  /** Puts the same message back, visible at once (ack requeue=true, visibility timeout). */
-  async requeue(message: FetchedMessage): Promise<void> {
-    await message.job.moveToWait(message.lockToken);
-    await this.connection.publish(stageNextWakeChannel(this.prefix), message.job.queueName);
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([...this.workers.values()].map((w) => w.close()));
-    this.workers.clear();
-  }
 }

@@ -4,12 +4,26 @@ import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
 import type { FetchedMessage, StageNextFetcher } from '@po/queues';
 import { createLogger } from '@po/telemetry';
-import { Deliveries } from './deliveries.js';
+import { Deliveries, TooManyInflight, type DeliveriesOptions } from './deliveries.js';
 
-function message(id: string): FetchedMessage {
+const LIMITS: DeliveriesOptions = {
+  maxInflight: 2,
+  maxInflightPerApp: 100,
+  maxWaitingPerApp: 100,
+  maxInflightBytes: 64 * 1024 * 1024,
+  visibilityTimeoutMs: 60_000,
+  pollIntervalMs: 250,
+  pollMaxMs: 2000,
+};
+
+const APP = 7;
+
+function message(id: string, bytes = 1000): FetchedMessage {
   return {
     job: { id, queueName: 'q', data: { executionId: id } },
     lockToken: `lock-${id}`,
+    queue: 'q',
+    bytes,
   } as unknown as FetchedMessage;
 }
 
@@ -20,6 +34,10 @@ class FakeFetcher {
   fetches = 0;
   failRequeue = false;
   onFetch: () => void = () => undefined;
+  acquire(): boolean {
+    return true;
+  }
+  release(): void {}
   async fetch(): Promise<FetchedMessage | null> {
     this.fetches += 1;
     this.onFetch();
@@ -36,11 +54,7 @@ class FakeFetcher {
 }
 
 function setup(
-  options: Partial<{
-    maxInflight: number;
-    visibilityTimeoutMs: number;
-    pollIntervalMs: number;
-  }> = {},
+  options: Partial<DeliveriesOptions> = {},
 ) {
   const fetcher = new FakeFetcher();
   const clock = { now: 1_000_000 };
@@ -57,7 +71,7 @@ function setup(
   });
   const deliveries = new Deliveries(
     fetcher as unknown as StageNextFetcher,
-    { maxInflight: 2, visibilityTimeoutMs: 60_000, pollIntervalMs: 250, ...options },
+    { ...LIMITS, ...options },
     logger,
     () => clock.now,
   );
@@ -69,8 +83,8 @@ describe('Deliveries', () => {
   it('a pull hands out a new token per delivery and holds it until ack', async () => {
     const { fetcher, deliveries } = setup();
     fetcher.queue.push(message('a'), message('b'));
-    const a = await deliveries.pull('q', 0, never);
-    const b = await deliveries.pull('q', 0, never);
+    const a = await deliveries.pull('q', APP, 0, never);
+    const b = await deliveries.pull('q', APP, 0, never);
     expect(a).toMatchObject({ queue: 'q', messageId: 'a', payload: { executionId: 'a' } });
     expect(b?.messageId).toBe('b');
     expect(a!.token).not.toBe(b!.token);
@@ -83,41 +97,41 @@ describe('Deliveries', () => {
 
   it('waitSeconds 0 on an empty queue fetches once and answers null', async () => {
     const { fetcher, deliveries } = setup();
-    expect(await deliveries.pull('q', 0, never)).toBeNull();
+    expect(await deliveries.pull('q', APP, 0, never)).toBeNull();
     expect(fetcher.fetches).toBe(1);
   });
 
   it('ack with requeue=true gives the same message back', async () => {
     const { fetcher, deliveries } = setup();
     fetcher.queue.push(message('a'));
-    const first = await deliveries.pull('q', 0, never);
+    const first = await deliveries.pull('q', APP, 0, never);
     expect(await deliveries.ack(first!.token, true)).toBe(true);
     expect(fetcher.requeued).toEqual(['a']);
     expect(fetcher.completed).toEqual([]);
-    const second = await deliveries.pull('q', 0, never);
+    const second = await deliveries.pull('q', APP, 0, never);
     expect(second?.messageId).toBe('a');
     expect(second!.token).not.toBe(first!.token);
   });
 
-  it('full() once the process holds maxInflight deliveries', async () => {
+  it('a pull is refused (429 too_many_inflight) before waiting once the process holds maxInflight deliveries', async () => {
     const { fetcher, deliveries } = setup({ maxInflight: 2 });
-    fetcher.queue.push(message('a'), message('b'));
-    expect(deliveries.full()).toBe(false);
-    const a = await deliveries.pull('q', 0, never);
-    expect(deliveries.full()).toBe(false);
-    await deliveries.pull('q', 0, never);
-    expect(deliveries.full()).toBe(true);
+    fetcher.queue.push(message('a'), message('b'), message('c'));
+    const a = await deliveries.pull('q', APP, 0, never);
+    await deliveries.pull('q', APP, 0, never);
+    const before = fetcher.fetches;
+    await expect(deliveries.pull('q', APP + 1, 5, never)).rejects.toMatchObject({ code: 'too_many_inflight', reason: 'process_inflight' });
+    expect(fetcher.fetches).toBe(before);
     await deliveries.ack(a!.token, false);
-    expect(deliveries.full()).toBe(false);
+    expect((await deliveries.pull('q', APP, 0, never))?.messageId).toBe('c');
   });
 
   it('the sweep requeues only deliveries past the visibility timeout; their tokens are then unknown', async () => {
     const { fetcher, clock, deliveries } = setup({ visibilityTimeoutMs: 2000 });
     fetcher.queue.push(message('old'));
-    const old = await deliveries.pull('q', 0, never);
+    const old = await deliveries.pull('q', APP, 0, never);
     clock.now += 1500;
     fetcher.queue.push(message('young'));
-    const young = await deliveries.pull('q', 0, never);
+    const young = await deliveries.pull('q', APP, 0, never);
     clock.now += 500;
     expect(await deliveries.sweepExpired()).toBe(1);
     expect(fetcher.requeued).toEqual(['old']);
@@ -128,7 +142,7 @@ describe('Deliveries', () => {
   it('a failed requeue in the sweep is logged and the delivery is dropped (the stalled check takes over)', async () => {
     const { fetcher, clock, deliveries, lines } = setup({ visibilityTimeoutMs: 1000 });
     fetcher.queue.push(message('a'));
-    const a = await deliveries.pull('q', 0, never);
+    const a = await deliveries.pull('q', APP, 0, never);
     fetcher.failRequeue = true;
     clock.now += 1000;
     expect(await deliveries.sweepExpired()).toBe(0);
@@ -140,7 +154,7 @@ describe('Deliveries', () => {
   it('an ack after the visibility timeout, before a sweep, is refused (not held) and the message goes back instead of completing', async () => {
     const { fetcher, clock, deliveries } = setup({ visibilityTimeoutMs: 2000 });
     fetcher.queue.push(message('a'));
-    const a = await deliveries.pull('q', 0, never);
+    const a = await deliveries.pull('q', APP, 0, never);
     clock.now += 2000;
     expect(await deliveries.ack(a!.token, false)).toBe(false);
     expect(fetcher.completed).toEqual([]);
@@ -154,7 +168,7 @@ describe('Deliveries', () => {
     fetcher.onFetch = () => {
       clock.now += 300;
     };
-    const a = await deliveries.pull('q', 0, never);
+    const a = await deliveries.pull('q', APP, 0, never);
     clock.now += 1700;
     expect(await deliveries.sweepExpired()).toBe(1);
     expect(await deliveries.ack(a!.token, false)).toBe(false);
@@ -163,7 +177,7 @@ describe('Deliveries', () => {
   it('a waiting pull wakes as soon as its queue is announced, before the next poll', async () => {
     const { fetcher, deliveries } = setup({ pollIntervalMs: 250 });
     const started = Date.now();
-    const pending = deliveries.pull('q', 5, never);
+    const pending = deliveries.pull('q', APP, 5, never);
     await new Promise((r) => setTimeout(r, 20));
     fetcher.queue.push(message('a'));
     deliveries.wake('q');
@@ -172,25 +186,28 @@ describe('Deliveries', () => {
     expect(Date.now() - started).toBeLessThan(200);
   });
 
-  it('a waiting pull polls about every pollIntervalMs and answers null at the deadline', async () => {
-    const fetcher = new FakeFetcher();
-    const deliveries = new Deliveries(
-      fetcher as unknown as StageNextFetcher,
-      { maxInflight: 2, visibilityTimeoutMs: 60_000, pollIntervalMs: 20 },
-      createLogger({ service: 't', level: 'silent' }),
-      () => Date.now(),
-    );
-    const got = await deliveries.pull('q', 0.2, never);
-    expect(got).toBeNull();
-    // 200 ms at one fetch per 20 ms: about 10 fetches, never far fewer.
-    expect(fetcher.fetches).toBeGreaterThanOrEqual(6);
-    expect(fetcher.fetches).toBeLessThanOrEqual(12);
+  it('while its queue stays empty, a waiting pull polls less and less often (wake-ups bring messages) and answers null at the deadline', async () => {
+    const { fetcher, deliveries } = setup({ pollIntervalMs: 20, pollMaxMs: 160 });
+    expect(await deliveries.pull('q', APP, 1.2, never)).toBeNull();
+    // Every 20 ms would be about 60 fetches; doubling from 20 ms up to 160 ms is about 10.
+    expect(fetcher.fetches).toBeGreaterThanOrEqual(5);
+    expect(fetcher.fetches).toBeLessThanOrEqual(14);
+  });
+
+  it('a message that arrives without a wake-up (a lost announcement) is still found by the safety poll', async () => {
+    const { fetcher, deliveries } = setup({ pollIntervalMs: 20, pollMaxMs: 80 });
+    const pending = deliveries.pull('q', APP, 5, never);
+    await new Promise((r) => setTimeout(r, 400));
+    fetcher.queue.push(message('quiet'));
+    const started = Date.now();
+    expect((await pending)?.messageId).toBe('quiet');
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('an aborted pull stops waiting; a message fetched after the abort goes straight back', async () => {
     const { fetcher, deliveries } = setup();
     const gone = new AbortController();
-    const pending = deliveries.pull('q', 5, gone.signal);
+    const pending = deliveries.pull('q', APP, 5, gone.signal);
     await new Promise((r) => setTimeout(r, 10));
     gone.abort();
     expect(await pending).toBeNull();
@@ -198,18 +215,18 @@ describe('Deliveries', () => {
     const late = new AbortController();
     fetcher.queue.push(message('a'));
     fetcher.onFetch = () => late.abort();
-    expect(await deliveries.pull('q', 5, late.signal)).toBeNull();
+    expect(await deliveries.pull('q', APP, 5, late.signal)).toBeNull();
     // The pull answers at the abort; the fetch in flight then hands its message back.
     await vi.waitFor(() => expect(fetcher.requeued).toEqual(['a']));
     expect(deliveries.inflight).toBe(0);
   });
 
   it('releaseAll gives every held delivery back; stopWaiting answers waiting pulls at once', async () => {
-    const { fetcher, deliveries } = setup();
+    const { fetcher, deliveries } = setup({ maxInflight: 3 });
     fetcher.queue.push(message('a'), message('b'));
-    await deliveries.pull('q', 0, never);
-    await deliveries.pull('q', 0, never);
-    const waiting = deliveries.pull('other', 10, never);
+    await deliveries.pull('q', APP, 0, never);
+    await deliveries.pull('q', APP, 0, never);
+    const waiting = deliveries.pull('other', APP, 10, never);
     await new Promise((r) => setTimeout(r, 10));
     deliveries.stopWaiting();
     expect(await waiting).toBeNull();
@@ -220,7 +237,7 @@ describe('Deliveries', () => {
 
   it('one message wakes one fetch, not every waiting pull; the pulls are served first come first served', async () => {
     const { fetcher, deliveries } = setup({ maxInflight: 100 });
-    const pulls = Array.from({ length: 8 }, () => deliveries.pull('q', 5, never));
+    const pulls = Array.from({ length: 8 }, () => deliveries.pull('q', APP, 5, never));
     await new Promise((r) => setTimeout(r, 20));
     const before = fetcher.fetches;
     fetcher.queue.push(message('a'));
@@ -245,7 +262,7 @@ describe('Deliveries', () => {
       });
     };
     const started = Date.now();
-    const got = await deliveries.pull('q', 5, never);
+    const got = await deliveries.pull('q', APP, 5, never);
     expect(got?.messageId).toBe('late');
     expect(Date.now() - started).toBeLessThan(1000);
   });
@@ -263,8 +280,86 @@ describe('Deliveries', () => {
       inFlight -= 1;
       return fetch();
     };
-    const got = await Promise.all(Array.from({ length: 6 }, () => deliveries.pull('q', 5, never)));
+    const got = await Promise.all(Array.from({ length: 6 }, () => deliveries.pull('q', APP, 5, never)));
     expect(got.map((d) => d?.messageId).sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
     expect(most).toBeGreaterThan(1);
+  });
+
+  describe('per-application limits (decision 0081)', () => {
+    it('an application holding its maximum of unacked deliveries gets 429; another application still pulls its message', async () => {
+      const { fetcher, deliveries } = setup({ maxInflight: 10, maxInflightPerApp: 2 });
+      fetcher.queue.push(message('a1'), message('a2'), message('b1'));
+      await deliveries.pull('q', APP, 0, never);
+      await deliveries.pull('q', APP, 0, never);
+      await expect(deliveries.pull('q', APP, 0, never)).rejects.toBeInstanceOf(TooManyInflight);
+      await expect(deliveries.pull('q', APP, 0, never)).rejects.toMatchObject({ code: 'too_many_inflight', reason: 'app_inflight', retryAfterSeconds: 1 });
+      expect((await deliveries.pull('q', APP + 1, 0, never))?.messageId).toBe('b1');
+    });
+
+    it('an application with its maximum of waiting pulls gets 429; another application still waits and gets its message', async () => {
+      const { fetcher, deliveries } = setup({ maxInflight: 10, maxWaitingPerApp: 2 });
+      const waiting = [deliveries.pull('qa', APP, 5, never), deliveries.pull('qa2', APP, 5, never)];
+      await expect(deliveries.pull('qa3', APP, 5, never)).rejects.toMatchObject({ reason: 'app_waiting' });
+      const other = deliveries.pull('qb', APP + 1, 5, never);
+      fetcher.queue.push(message('b1'));
+      deliveries.wake('qb');
+      expect((await other)?.messageId).toBe('b1');
+      deliveries.stopWaiting();
+      expect(await Promise.all(waiting)).toEqual([null, null]);
+    });
+
+    it('a pull held back by its application limit is served as soon as an ack frees a slot, not at its next poll', async () => {
+      const { fetcher, deliveries } = setup({ maxInflight: 10, maxInflightPerApp: 1, pollIntervalMs: 250, pollMaxMs: 10_000 });
+      const first = deliveries.pull('q1', APP, 5, never);
+      const second = deliveries.pull('q2', APP, 5, never);
+      fetcher.queue.push(message('m1'));
+      deliveries.wake('q1');
+      const held = await first;
+      expect(held?.messageId).toBe('m1');
+      // Wait for q2's backoff to grow, then a message for it arrives while the application is at its limit.
+      await new Promise((r) => setTimeout(r, 800));
+      fetcher.queue.push(message('m2'));
+      deliveries.wake('q2');
+      await new Promise((r) => setTimeout(r, 20));
+      expect(fetcher.queue.map((m) => m.job.id)).toEqual(['m2']);
+      const acked = Date.now();
+      await deliveries.ack(held!.token, false);
+      expect((await second)?.messageId).toBe('m2');
+      expect(Date.now() - acked).toBeLessThan(200);
+    });
+  });
+
+  describe('in-flight bytes (GATEWAY_MAX_INFLIGHT_BYTES)', () => {
+    it('once the held messages reach the bound, further pulls get 429 until one is acked', async () => {
+      const { fetcher, deliveries } = setup({ maxInflight: 10, maxInflightBytes: 3000 });
+      fetcher.queue.push(message('a', 1500), message('b', 1500), message('c', 1500));
+      const a = await deliveries.pull('q', APP, 0, never);
+      await deliveries.pull('q', APP, 0, never);
+      expect(deliveries.inflightBytes).toBe(3000);
+      await expect(deliveries.pull('q', APP + 1, 0, never)).rejects.toMatchObject({ code: 'too_many_inflight', reason: 'process_bytes' });
+      await deliveries.ack(a!.token, false);
+      expect((await deliveries.pull('q', APP + 1, 0, never))?.messageId).toBe('c');
+    });
+
+    it('a message larger than the bound is still delivered when nothing else is held', async () => {
+      const { fetcher, deliveries } = setup({ maxInflight: 10, maxInflightBytes: 2000 });
+      fetcher.queue.push(message('big', 50_000), message('next', 10));
+      const big = await deliveries.pull('q', APP, 0, never);
+      expect(big?.messageId).toBe('big');
+      await expect(deliveries.pull('q', APP, 0, never)).rejects.toMatchObject({ reason: 'process_bytes' });
+      await deliveries.ack(big!.token, false);
+      expect(deliveries.inflightBytes).toBe(0);
+      expect((await deliveries.pull('q', APP, 0, never))?.messageId).toBe('next');
+    });
+
+    it('a backlog of large messages is fetched no wider than the bytes left allow', async () => {
+      const { fetcher, deliveries } = setup({ maxInflight: 100, maxInflightBytes: 10_000 });
+      for (let i = 0; i < 8; i += 1) fetcher.queue.push(message(`m${i}`, 4000));
+      const pulls = Array.from({ length: 8 }, () => deliveries.pull('q', APP, 1, never));
+      const got = await Promise.all(pulls);
+      // 4000-byte messages under a 10000-byte bound: the third one crosses it, then nothing more is fetched.
+      expect(got.filter((d) => d !== null).length).toBeLessThanOrEqual(4);
+      expect(deliveries.inflightBytes).toBeLessThanOrEqual(10_000 + 4000 * 2);
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { DomainError, fetchRoom, pullRefusal, type DeliveryLimits, type PullRefusal } from '@po/domain';
 import type { FetchedMessage, StageNextFetcher, StageNextMessage } from '@po/queues';
 import { visibilityRequeues, type Logger } from '@po/telemetry';
 
@@ -14,13 +15,34 @@ export interface Delivery {
 interface Held {
   message: FetchedMessage;
   queue: string;
+  applicationId: number;
   expiresAt: number;
 }
 
-export interface DeliveriesOptions {
-  maxInflight: number;
+export interface DeliveriesOptions extends DeliveryLimits {
   visibilityTimeoutMs: number;
   pollIntervalMs: number;
+  /** The safety poll doubles from pollIntervalMs up to this while a queue stays empty. */
+  pollMaxMs: number;
+}
+
+const DETAILS: Record<PullRefusal | 'queues', (o: DeliveriesOptions) => string> = {
+  process_inflight: (o) => `This gateway process holds ${o.maxInflight} deliveries; back off and retry.`,
+  process_bytes: (o) => `This gateway process holds ${o.maxInflightBytes} bytes of deliveries; back off and retry.`,
+  app_inflight: (o) => `This application holds ${o.maxInflightPerApp} unacknowledged deliveries on this gateway process; ack them, or back off and retry.`,
+  app_waiting: (o) => `This application has ${o.maxWaitingPerApp} pulls waiting on this gateway process; back off and retry.`,
+  queues: () => 'This gateway process serves as many queues as it may at once; back off and retry.',
+};
+
+/** 429 too_many_inflight (addendum §3, §15): a limit of decision 0081 refuses the pull before it waits. */
+export class TooManyInflight extends DomainError {
+  readonly retryAfterSeconds = 1;
+  constructor(
+    readonly reason: PullRefusal | 'queues',
+    options: DeliveriesOptions,
+  ) {
+    super('too_many_inflight', DETAILS[reason](options), true);
+  }
 }
 
 /** A pull waiting for a message of its queue. */
@@ -34,11 +56,25 @@ interface Waiter {
 
 /** The pulls waiting on one queue, and whether a fetch for them is running. */
 interface Feed {
+  applicationId: number;
   waiters: Waiter[];
   fetching: boolean;
   /** A wake-up (or a new waiter) arrived during a fetch: fetch again when it is done. */
   again: boolean;
+  /** The last round found no room (limits): the next release of a delivery starts it again. */
+  blocked: boolean;
   poll: NodeJS.Timeout | undefined;
+  /** The next safety poll's delay: doubles while the queue stays empty, back to the start when a message comes. */
+  pollDelayMs: number;
+  /** The largest message of the last round that found any, for the byte limit's fetch width. */
+  typicalBytes: number;
+}
+
+/** An application's share of this process. */
+interface AppLoad {
+  held: number;
+  reserved: number;
+  waiting: number;
 }
 
 /** The most fetches sent at once for one queue (pipelined on one connection). */
@@ -51,15 +87,19 @@ const MAX_FETCH = 32;
  * timeout) lapses and the stalled check of any gateway requeues the message.
  *
  * Waiting pulls queue per queue, first come first served (decision 0064): one fetch loop per queue
- * serves them, started by a pull, by a pub/sub wake-up, or by the 250 ms poll while pulls wait, so
- * a message wakes one fetch, not every waiting pull. A wake-up that arrives during a fetch makes the
- * loop fetch again (none is lost); while every fetch finds a message the loop doubles how many it
- * sends at once (pipelined), up to one per waiting pull.
+ * serves them, started by a pull or by a pub/sub wake-up, so a message wakes one fetch, not every
+ * waiting pull. A wake-up that arrives during a fetch makes the loop fetch again (none is lost);
+ * while every fetch finds a message the loop doubles how many it sends at once (pipelined), up to
+ * one per waiting pull. A safety poll covers a lost wake-up, backing off while the queue stays
+ * empty (decision 0081). Limits per process and per application (decision 0081) refuse a pull
+ * before it waits and narrow what a loop fetches.
  */
 export class Deliveries {
   private readonly held = new Map<string, Held>();
   private readonly feeds = new Map<string, Feed>();
+  private readonly apps = new Map<number, AppLoad>();
   private reserved = 0;
+  private heldBytes = 0;
   private closing = false;
   private sweepTimer: NodeJS.Timeout | undefined;
 
@@ -74,18 +114,47 @@ export class Deliveries {
     return this.held.size;
   }
 
-  /** True when a pull must get 429 before it waits at all. */
-  full(): boolean {
-    return this.held.size + this.reserved >= this.options.maxInflight;
+  get inflightBytes(): number {
+    return this.heldBytes;
+  }
+
+  private app(applicationId: number): AppLoad {
+    let load = this.apps.get(applicationId);
+    if (!load) this.apps.set(applicationId, (load = { held: 0, reserved: 0, waiting: 0 }));
+    return load;
+  }
+
+  private forgetIfIdle(applicationId: number): void {
+    const load = this.apps.get(applicationId);
+    if (load && load.held + load.reserved + load.waiting === 0) this.apps.delete(applicationId);
   }
 
   /**
-   * Long-polls one queue: resolves with a delivery as soon as one is fetched for this pull, or with
-   * null at the deadline (at once for waitSeconds 0, after one fetch) or when `signal` aborts.
+   * The load a limit is checked against. Fetching reserves slots so a round never fetches past a
+   * limit; a new pull of that application is not refused for them, since most rounds find the
+   * queue empty and those waiting pulls are already counted.
    */
-  pull(queue: string, waitSeconds: number, signal: AbortSignal): Promise<Delivery | null> {
-    if (signal.aborted || this.closing) return Promise.resolve(null);
-    const feed = this.feedOf(queue);
+  private load(applicationId: number, forFetch: boolean) {
+    const app = this.apps.get(applicationId);
+    return {
+      inflight: this.held.size + this.reserved,
+      inflightBytes: this.heldBytes,
+      appInflight: (app?.held ?? 0) + (forFetch ? (app?.reserved ?? 0) : 0),
+      appWaiting: app?.waiting ?? 0,
+    };
+  }
+
+  /**
+   * Long-polls one queue of `applicationId`: resolves with a delivery as soon as one is fetched for
+   * this pull, or with null at the deadline (at once for waitSeconds 0, after one fetch) or when
+   * `signal` aborts. Rejects with TooManyInflight, before waiting, when a limit is reached.
+   */
+  async pull(queue: string, applicationId: number, waitSeconds: number, signal: AbortSignal): Promise<Delivery | null> {
+    if (signal.aborted || this.closing) return null;
+    const refusal = pullRefusal(this.load(applicationId, false), this.options);
+    if (refusal) throw new TooManyInflight(refusal, this.options);
+    const feed = this.feedOf(queue, applicationId);
+    const app = this.app(applicationId);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         once: waitSeconds <= 0,
@@ -106,23 +175,40 @@ export class Deliveries {
         signal.removeEventListener('abort', onAbort);
         const i = feed.waiters.indexOf(waiter);
         if (i >= 0) feed.waiters.splice(i, 1);
+        app.waiting -= 1;
+        this.forgetIfIdle(applicationId);
         if (feed.waiters.length === 0) this.idle(queue, feed);
       };
       feed.waiters.push(waiter);
+      app.waiting += 1;
       this.kick(queue, feed);
     });
   }
 
-  private feedOf(queue: string): Feed {
-    let feed = this.feeds.get(queue);
-    if (!feed) this.feeds.set(queue, (feed = { waiters: [], fetching: false, again: false, poll: undefined }));
+  private feedOf(queue: string, applicationId: number): Feed {
+    const found = this.feeds.get(queue);
+    if (found) return found;
+    // The queue's BullMQ worker stays open while pulls wait on it.
+    if (!this.fetcher.acquire(queue)) throw new TooManyInflight('queues', this.options);
+    const feed: Feed = {
+      applicationId,
+      waiters: [],
+      fetching: false,
+      again: false,
+      blocked: false,
+      poll: undefined,
+      pollDelayMs: this.options.pollIntervalMs,
+      typicalBytes: 0,
+    };
+    this.feeds.set(queue, feed);
     return feed;
   }
 
   private idle(queue: string, feed: Feed): void {
-    if (feed.fetching || feed.waiters.length > 0) return;
+    if (feed.fetching || feed.waiters.length > 0 || this.feeds.get(queue) !== feed) return;
     clearTimeout(feed.poll);
     this.feeds.delete(queue);
+    this.fetcher.release(queue);
   }
 
   /** Starts the queue's fetch loop, or tells the running one to go round again. */
@@ -134,6 +220,7 @@ export class Deliveries {
     clearTimeout(feed.poll);
     feed.poll = undefined;
     feed.fetching = true;
+    feed.blocked = false;
     void this.serve(queue, feed)
       .catch((err: unknown) => {
         this.logger.warn({ err, queue }, 'fetching deliveries failed');
@@ -144,7 +231,9 @@ export class Deliveries {
         feed.fetching = false;
         if (feed.waiters.length === 0) return this.idle(queue, feed);
         if (feed.again) return this.kick(queue, feed);
-        if (!this.closing) feed.poll = setTimeout(() => this.kick(queue, feed), this.options.pollIntervalMs);
+        if (this.closing) return;
+        feed.poll = setTimeout(() => this.kick(queue, feed), feed.pollDelayMs);
+        feed.pollDelayMs = Math.min(feed.pollDelayMs * 2, Math.max(this.options.pollIntervalMs, this.options.pollMaxMs));
       });
   }
 
@@ -154,26 +243,40 @@ export class Deliveries {
     let full = 0;
     for (;;) {
       feed.again = false;
-      const room = this.options.maxInflight - this.held.size - this.reserved;
-      const n = Math.min(width, feed.waiters.length, MAX_FETCH, Math.max(0, room));
-      if (n === 0 || this.closing) return;
+      if (this.closing) return;
+      const wanted = Math.min(width, feed.waiters.length, MAX_FETCH);
+      if (wanted === 0) return;
+      const n = fetchRoom(this.load(feed.applicationId, true), this.options, wanted, feed.typicalBytes);
+      if (n === 0) {
+        feed.blocked = true;
+        return;
+      }
       // The BullMQ lock (visibility timeout) starts during the fetch: count the timeout from before it.
       const fetchStartedAt = this.now();
+      const app = this.app(feed.applicationId);
       this.reserved += n;
+      app.reserved += n;
       let fetched: (FetchedMessage | null)[];
       try {
         fetched = await Promise.all(Array.from({ length: n }, () => this.fetcher.fetch(queue)));
       } finally {
         this.reserved -= n;
+        app.reserved -= n;
       }
       const messages = fetched.filter((m): m is FetchedMessage => m !== null);
+      if (messages.length > 0) {
+        feed.pollDelayMs = this.options.pollIntervalMs;
+        feed.typicalBytes = Math.max(...messages.map((m) => m.bytes));
+      }
       for (const message of messages) {
         const waiter = feed.waiters.find((w) => !w.done);
-        if (waiter) waiter.resolve(this.hold(queue, message, fetchStartedAt));
+        if (waiter) waiter.resolve(this.hold(queue, feed.applicationId, message, fetchStartedAt));
         // The pull left while we fetched: give the message straight back.
         else await this.fetcher.requeue(message);
       }
       if (messages.length < n) {
+        // Slots reserved but not filled are free again for queues this round kept waiting.
+        this.unblock();
         // The queue is empty: pulls that asked for one attempt have had it.
         for (const w of [...feed.waiters]) if (w.once) w.resolve(null);
         if (!feed.again) return;
@@ -186,17 +289,33 @@ export class Deliveries {
     }
   }
 
-  private hold(queue: string, message: FetchedMessage, fetchStartedAt: number): Delivery {
+  private hold(queue: string, applicationId: number, message: FetchedMessage, fetchStartedAt: number): Delivery {
     const token = randomBytes(24).toString('base64url');
-    this.held.set(token, { message, queue, expiresAt: fetchStartedAt + this.options.visibilityTimeoutMs });
+    this.held.set(token, { message, queue, applicationId, expiresAt: fetchStartedAt + this.options.visibilityTimeoutMs });
+    this.heldBytes += message.bytes;
+    this.app(applicationId).held += 1;
     return { token, queue, messageId: String(message.job.id), payload: message.job.data, fetchStartedAt };
+  }
+
+  /** Forgets a held delivery; queues that a limit kept waiting may fetch again. */
+  private drop(token: string, held: Held): void {
+    this.held.delete(token);
+    this.heldBytes -= held.message.bytes;
+    const app = this.apps.get(held.applicationId);
+    if (app) app.held -= 1;
+    this.forgetIfIdle(held.applicationId);
+    this.unblock();
+  }
+
+  private unblock(): void {
+    for (const [queue, feed] of this.feeds) if (feed.blocked && feed.waiters.length > 0) this.kick(queue, feed);
   }
 
   /** Ack (requeue=false completes; requeue=true returns the same message at once). False when not held here. */
   async ack(token: string, requeue: boolean): Promise<boolean> {
     const held = this.held.get(token);
     if (!held) return false;
-    this.held.delete(token);
+    this.drop(token, held);
     if (held.expiresAt <= this.now()) {
       // Past the visibility timeout the delivery is no longer held (404), even if no sweep ran yet.
       await this.requeueExpired(held);
@@ -213,13 +332,18 @@ export class Deliveries {
     if (feed && feed.waiters.length > 0) this.kick(queue, feed);
   }
 
+  /** Every waiting queue fetches now: wake-ups may have been lost (the subscription reconnected). */
+  wakeAll(): void {
+    for (const queue of [...this.feeds.keys()]) this.wake(queue);
+  }
+
   /** Requeues deliveries whose visibility timeout passed. */
   async sweepExpired(): Promise<number> {
     const now = this.now();
     let requeued = 0;
     for (const [token, held] of this.held) {
       if (held.expiresAt > now) continue;
-      this.held.delete(token);
+      this.drop(token, held);
       if (await this.requeueExpired(held)) requeued += 1;
     }
     return requeued;
@@ -253,6 +377,8 @@ export class Deliveries {
     clearInterval(this.sweepTimer);
     const all = [...this.held.values()];
     this.held.clear();
+    this.heldBytes = 0;
+    this.apps.clear();
     await Promise.allSettled(all.map((h) => this.fetcher.requeue(h.message)));
   }
 }

@@ -1,19 +1,25 @@
-import { DomainError, Forbidden, NotFound } from '@po/domain';
-import { parseStageQueueName } from '@po/contracts';
+import { Forbidden, NotFound } from '@po/domain';
+import { limits, parseStageQueueName } from '@po/contracts';
 import { pullWait, rememberSensitiveItems } from '@po/telemetry';
 import type { Deliveries, Delivery } from './deliveries.js';
 import { pullTraceparent } from './observe.js';
 
-export class TooManyInflight extends DomainError {
-  readonly retryAfterSeconds = 1;
-  constructor(max: number) {
-    super('too_many_inflight', `This gateway process holds ${max} deliveries; back off and retry.`, true);
-  }
+export { TooManyInflight } from './deliveries.js';
+
+/** `app_{id}_` + a handler of at most 300 code points (2 UTF-16 units each) + `_StageNext`. */
+const MAX_QUEUE_UNITS = 'app_9007199254740991_'.length + 2 * limits.stageHandlerNameChars + '_StageNext'.length;
+
+/** Whether `queue` is the application's own `app_{id}_{handler}_StageNext` with a handler the spec allows (1..300 characters). */
+function ownQueue(queue: string, applicationId: number): boolean {
+  if (queue.length > MAX_QUEUE_UNITS) return false;
+  const parsed = parseStageQueueName(queue);
+  return parsed !== undefined && parsed.applicationId === applicationId && [...parsed.handler].length <= limits.stageHandlerNameChars;
 }
 
 /**
- * POST /jobs/pull: only the application's own `app_{id}_{handler}_StageNext` queues (addendum §15).
- * A delivery comes with the W3C traceparent its worker continues the pipeline's trace from.
+ * POST /jobs/pull: only the application's own `app_{id}_{handler}_StageNext` queues (addendum §15);
+ * a handler longer than any stage may have is outside that pattern too. A delivery comes with the
+ * W3C traceparent its worker continues the pipeline's trace from.
  */
 export async function pullJob(
   deliveries: Deliveries,
@@ -21,13 +27,11 @@ export async function pullJob(
   request: { queue: string; waitSeconds?: number },
   signal: AbortSignal,
 ): Promise<{ delivery: Delivery; traceparent: string } | null> {
-  const parsed = parseStageQueueName(request.queue);
-  if (!parsed || parsed.applicationId !== applicationId) {
-    throw new Forbidden(`Queue ${request.queue} is not one of this application's StageNext queues.`);
+  if (!ownQueue(request.queue, applicationId)) {
+    throw new Forbidden(`Queue ${request.queue.slice(0, 400)} is not one of this application's StageNext queues.`);
   }
-  if (deliveries.full()) throw new TooManyInflight(deliveries.inflight);
   const started = Date.now();
-  const delivery = await deliveries.pull(request.queue, request.waitSeconds ?? 0, signal);
+  const delivery = await deliveries.pull(request.queue, applicationId, request.waitSeconds ?? 0, signal);
   pullWait()
     .labels(delivery ? 'message' : 'empty')
     .observe((Date.now() - started) / 1000);

@@ -50,12 +50,14 @@ export async function startWorkerGateway(env: Record<string, string> = {}, overr
   });
   const fetcher = new StageNextFetcher(fetchRedis, prefix, {
     visibilityTimeoutMs: config.visibilityTimeoutMs,
+    maxQueues: config.maxFetchers,
     stalledIntervalMs: Math.max(500, Math.floor(config.visibilityTimeoutMs / 2)),
   });
   const deliveries = new Deliveries(fetcher, config, logger);
   deliveries.startSweeping(200);
   await wakeRedis.subscribe(stageNextWakeChannel(prefix));
   wakeRedis.on('message', (_c: string, queue: string) => deliveries.wake(queue));
+  wakeRedis.on('ready', () => deliveries.wakeAll());
   const results = overrides.results ?? createStageResultsProducer(producerRedis, prefix);
   const db: Db = database.db;
   const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
@@ -133,6 +135,7 @@ export async function startWorkerGateway(env: Record<string, string> = {}, overr
     prefix,
     config,
     deliveries,
+    fetcher,
     logLines,
     appA,
     appB,

@@ -7,16 +7,18 @@ import {
   type ApiKeyResolver,
   type Router,
 } from '@po/http';
-import { validateAck, validatePull, type AckJobRequest, type PullJobRequest } from '@po/contracts';
+import { bodyLimits, validateAck, validatePull, type AckJobRequest, type PullJobRequest } from '@po/contracts';
 import type { Deliveries } from '../../deliveries/deliveries.js';
 import { ackJob, pullJob } from '../../deliveries/operations.js';
 
 export function jobRoutes(
   deliveries: Deliveries,
   resolveKey: ApiKeyResolver,
-  limit: number,
+  maxBodyBytes: number,
 ): Router {
   const router = createRouter();
+  // Ack has no credentials, so its body is read for anyone: both bodies are a queue name or a token.
+  const limit = Math.min(bodyLimits.small, maxBodyBytes);
   router.post('/jobs/pull', apiKeyAuth(resolveKey), jsonBody(validatePull, limit), async (ctx) => {
     // Stop waiting (and hand a late message back) when the client goes away mid-poll.
     const gone = new AbortController();
