@@ -337,6 +337,7 @@ function cases(p) {
     note: p.renew.note,
   });
   add('result_intake', [p.tokenHash, p.stage], { note: 'a stage of the newest pipelines' });
+  add('worker_session_current', [p.tokenHash], { note: 'heartbeat, events, shutdown' });
   add('stage_trace_facts', [p.stage], { note: 'a stage of the newest pipelines' });
 
   add('pipeline_create', creation(p.app, `explain-${randomUUID()}`), {

@@ -232,6 +232,19 @@ describe('result (StageResultSubmit, addendum §13)', () => {
     ['appended stages follow the StageInfo rules', '/appendedStages', [{ stageName: 's', stageHandlerName: 'h', input: { a: 1 } }], [{ stageName: '', stageHandlerName: 'h' }], '/appendedStages/0/stageName', 'must have at least 1 character'],
   ])('%s', (...row) => expectLimit(validateResultSubmit, result, row));
 
+  it('a context value over 64 KiB is accepted: that limit is for creation, a result is bounded by its body', () => {
+    const big = [
+      { key: 'report', value: chars(100_000) },
+      { key: 'é', value: chars(65_537, 'é') },
+    ];
+    const checked = validateResultSubmit({ ...result, contextItems: big });
+    expect(checked.ok).toBe(true);
+    expect(valueOf(checked).contextItems?.map((i) => [i.key, i.value?.length])).toEqual([
+      ['report', 100_000],
+      ['é', 65_537],
+    ]);
+  });
+
   it('accepts compatibility fields and drops nulls of optional ones', () => {
     const value = valueOf(
       validateResultSubmit({

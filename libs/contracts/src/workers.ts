@@ -19,7 +19,7 @@ import {
 import type { JsonSchema } from './fragments.js';
 import type { JsonObject } from './json.js';
 import { limits } from './limits.js';
-import type { ContextItemInput, StageInfo } from './pipelines.js';
+import { contextItemInputSchema, type ContextItemInput, type StageInfo } from './pipelines.js';
 // Registers StageOptions and ContextItem, which StageNextMessage refers to.
 import './pipeline-responses.js';
 import type { ContextItem, StageOptions } from './pipeline-responses.js';
@@ -285,6 +285,25 @@ export const stageResultLogSchema = named(
   { required: ['message'] },
 );
 
+/**
+ * A context item of a result: ContextItemInput without the 64 KiB value limit, which api-spec
+ * states for creation only. A result's values are bounded by its request body (327680 bytes).
+ */
+export const resultContextItemSchema = named(
+  'ResultContextItem',
+  {
+    ...(contextItemInputSchema.properties as Record<string, JsonSchema>),
+    value: {
+      ...str({
+        maxBytes: limits.resultRequestBytes,
+        description: 'not limited to 65536 bytes as at creation: the result body bounds it',
+      }),
+      default: '',
+    },
+  },
+  { required: ['key'] },
+);
+
 export const stageResultSubmitSchema = named(
   'StageResultSubmit',
   {
@@ -300,7 +319,7 @@ export const stageResultSubmitSchema = named(
     nextStageId: nullable({ type: 'integer', description: 'accepted but unused' }),
     runNextIfCurrentFailed: bool('accepted but unused'),
     logs: arrayOf(ref('StageResultLog'), { maxItems: limits.resultLogs }),
-    contextItems: arrayOf(ref('ContextItemInput'), { maxItems: limits.resultContextItems }),
+    contextItems: arrayOf(ref('ResultContextItem'), { maxItems: limits.resultContextItems }),
     appendedStages: arrayOf(ref('StageInfo'), { maxItems: limits.stagesPerPipeline }),
   },
   { required: ['stageId', 'executionId', 'attempt'] },
@@ -372,6 +391,7 @@ registerSchemas(
   ackJobRequestSchema,
   stageLeaseRequestSchema,
   stageResultLogSchema,
+  resultContextItemSchema,
   stageResultSubmitSchema,
   messageBrokerInfoSchema,
   bootstrapResponseSchema,

@@ -36,10 +36,10 @@ export async function applicationExists(db: DbOrTx, applicationId: number): Prom
   return (await db.application.count({ where: { id: applicationId } })) > 0;
 }
 
-/** Returns false when no such key exists. Disabling twice keeps the first timestamp. */
-export async function disableApiKey(db: DbOrTx, keyId: number, now: Date): Promise<boolean> {
+/** Returns null when no such key exists. Disabling twice keeps the first timestamp. */
+export async function disableApiKey(db: DbOrTx, keyId: number, now: Date): Promise<{ applicationId: number } | null> {
   const key = await db.apiKey.findUnique({ where: { id: keyId } });
-  if (!key) return false;
+  if (!key) return null;
   if (!key.disabledAt) await db.apiKey.update({ where: { id: keyId }, data: { disabledAt: now } });
-  return true;
+  return { applicationId: key.applicationId };
 }

@@ -11,8 +11,14 @@ import { statement, type Queryable } from '../sql.js';
  * execution is live and those indexes look cheaper (decision 0060).
  */
 
-const SESSION = `SELECT worker_id, application_id FROM worker_sessions
-  WHERE token_hash = $1 AND superseded_at IS NULL AND expires_at > now()`;
+// A session is live while it is current, unexpired and the key that bootstrapped it is still valid:
+// disabling or expiring a key ends its sessions at once (decision 0082), at the cost of one primary
+// key probe of api_keys inside the same statement.
+const KEY_REVOKED = `EXISTS (SELECT 1 FROM api_keys k WHERE k.id = sess.api_key_id
+  AND (k.disabled_at IS NOT NULL OR k.expires_at <= now()))`;
+
+const SESSION = `SELECT sess.worker_id, sess.application_id FROM worker_sessions sess
+  WHERE sess.token_hash = $1 AND sess.superseded_at IS NULL AND sess.expires_at > now() AND NOT ${KEY_REVOKED}`;
 
 // Acquire row 6 (addendum §12): the stage is Pending with this execution current, unended and never
 // leased; the stage row's status is the compare-and-set, so of two concurrent acquires one wins.
@@ -76,32 +82,58 @@ export async function tryRenewLease(db: Queryable, r: LeaseRequest): Promise<Lea
 // One read for a result's identity and ownership checks: the session, and the stage's owner and
 // pipeline. (The result job itself, confirmed by Redis before the 202, is the receipt the sweeper
 // asks for before it expires the execution: decision 0062.)
+const CURRENT_SESSION = statement(
+  'worker_session_current',
+  `SELECT sess.worker_id, sess.application_id, sess.expires_at, ${KEY_REVOKED} AS key_revoked
+   FROM worker_sessions sess WHERE sess.token_hash = $1 AND sess.superseded_at IS NULL`,
+);
+
+export interface WorkerSessionRecord {
+  workerId: string;
+  applicationId: number;
+  expiresAt: Date;
+  /** The API key that bootstrapped it is disabled or expired: the session has ended. */
+  keyRevoked: boolean;
+}
+
+/** The current (not superseded) session of a token hash, expired or revoked or not. */
+export async function findCurrentSession(db: Queryable, tokenHash: string): Promise<WorkerSessionRecord | null> {
+  const [row] = await db.query<{ worker_id: string; application_id: number; expires_at: Date; key_revoked: boolean }>(CURRENT_SESSION, [tokenHash]);
+  return row ? { workerId: row.worker_id, applicationId: row.application_id, expiresAt: row.expires_at, keyRevoked: row.key_revoked } : null;
+}
+
+// The stage is looked up only for a well-formed stage id ($2 null otherwise): the read runs before
+// the path parameter is validated, so that credentials are answered first (addendum §3).
 const RESULT_INTAKE = statement(
   'result_intake',
   `SELECT sess.worker_id, sess.application_id AS session_application_id, sess.expires_at > now() AS live,
+          ${KEY_REVOKED} AS key_revoked,
           st.application_id AS stage_application_id, st.pipeline_id, st.span_id
    FROM (SELECT 1) one
    LEFT JOIN worker_sessions sess ON sess.token_hash = $1 AND sess.superseded_at IS NULL
-   LEFT JOIN stages st ON st.id = $2`,
+   LEFT JOIN stages st ON st.id = $2::bigint`,
 );
 
 export interface ResultIntake {
-  /** The session, when the token is a current one (expired or not). */
-  session: null | { workerId: string; applicationId: number; live: boolean };
+  /** The session, when the token is a current one (expired or revoked or not). */
+  session: null | { workerId: string; applicationId: number; live: boolean; keyRevoked: boolean };
   stage: null | { applicationId: number; pipelineId: number; spanId: string };
 }
 
-export async function resultIntake(db: Queryable, r: { sessionTokenHash: string; stageId: number }): Promise<ResultIntake> {
+export async function resultIntake(db: Queryable, r: { sessionTokenHash: string; stageId: number | null }): Promise<ResultIntake> {
   const [row] = await db.query<{
     worker_id: string | null;
     session_application_id: number | null;
     live: boolean | null;
+    key_revoked: boolean | null;
     stage_application_id: number | null;
     pipeline_id: string | null;
     span_id: string | null;
   }>(RESULT_INTAKE, [r.sessionTokenHash, r.stageId]);
   return {
-    session: row?.worker_id ? { workerId: row.worker_id, applicationId: row.session_application_id!, live: row.live === true } : null,
+    session: row?.worker_id
+      ? { workerId: row.worker_id, applicationId: row.session_application_id!, live: row.live === true, keyRevoked: row.key_revoked === true }
+      : null,
     stage: row?.stage_application_id != null ? { applicationId: row.stage_application_id, pipelineId: Number(row.pipeline_id), spanId: row.span_id! } : null,
   };
 }

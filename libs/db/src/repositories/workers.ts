@@ -11,6 +11,11 @@ export interface BootstrapInput {
   hostname: string | null;
   metadata: Record<string, unknown> | null;
   tokenHash: string;
+  /**
+   * The API key that bootstrapped the session: the session ends with it (decision 0082). Null only
+   * for records written outside the worker protocol (tests, tools): such a session ends by its TTL.
+   */
+  apiKeyId: number | null;
   now: Date;
   expiresAt: Date;
 }
@@ -37,7 +42,14 @@ export async function bootstrapWorker(tx: DbOrTx, input: BootstrapInput): Promis
   });
   await tx.workerSession.updateMany({ where: { workerId: worker.id, supersededAt: null }, data: { supersededAt: input.now } });
   await tx.workerSession.create({
-    data: { tokenHash: input.tokenHash, workerId: worker.id, applicationId: input.applicationId, createdAt: input.now, expiresAt: input.expiresAt },
+    data: {
+      tokenHash: input.tokenHash,
+      workerId: worker.id,
+      applicationId: input.applicationId,
+      apiKeyId: input.apiKeyId,
+      createdAt: input.now,
+      expiresAt: input.expiresAt,
+    },
   });
   await tx.workerEvent.create({
     data: { workerId: worker.id, applicationId: input.applicationId, kind: 'started', at: input.now, message: 'bootstrap' },
@@ -45,17 +57,17 @@ export async function bootstrapWorker(tx: DbOrTx, input: BootstrapInput): Promis
   return { workerId: worker.id };
 }
 
-export interface WorkerSessionRecord {
-  workerId: string;
-  applicationId: number;
-  expiresAt: Date;
-}
-
-/** The current (not superseded) session of a token hash, expired or not. */
-export async function findCurrentSession(db: DbOrTx, tokenHash: string): Promise<WorkerSessionRecord | null> {
-  const s = await db.workerSession.findUnique({ where: { tokenHash } });
-  if (!s || s.supersededAt) return null;
-  return { workerId: s.workerId, applicationId: s.applicationId, expiresAt: s.expiresAt };
+/**
+ * Ends the sessions a disabled key may have bootstrapped (decision 0082): its own, and those of
+ * its application that predate the key link (they could be its). Workers of the application's
+ * other keys re-bootstrap on their next 401.
+ */
+export async function endKeySessions(db: DbOrTx, key: { keyId: number; applicationId: number }, now: Date): Promise<number> {
+  const { count } = await db.workerSession.updateMany({
+    where: { supersededAt: null, OR: [{ apiKeyId: key.keyId }, { apiKeyId: null, applicationId: key.applicationId }] },
+    data: { supersededAt: now },
+  });
+  return count;
 }
 
 /** A heartbeat records when it was seen and the counters; after shutdown it makes the worker Active again. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findEnabledApiKeyIgnoringExpiry, findValidApiKey } from '@po/db';
+import { bootstrapWorker, findEnabledApiKeyIgnoringExpiry, findValidApiKey } from '@po/db';
 import { hashSecret } from '@po/http';
 import { createTestDatabase, type TestDatabase } from '@po/testing';
 import { UsageError, runAdmin } from './commands.js';
@@ -35,6 +35,33 @@ describe('admin command (addendum §2)', () => {
     const hash = hashSecret(app.apiKey as string);
     expect(await findValidApiKey(database.db, hash, new Date())).toBeNull();
     expect(await findEnabledApiKeyIgnoringExpiry(database.db, hash)).toBeNull();
+  });
+
+  it('apps keys disable ends the worker sessions the key bootstrapped (decision 0082), and only those', async () => {
+    const app = await runAdmin(database.db, ['apps', 'create', '--name', 'workers']);
+    const applicationId = app.applicationId as number;
+    const sibling = await runAdmin(database.db, ['apps', 'keys', 'create', '--app', String(applicationId)]);
+    const elsewhere = await runAdmin(database.db, ['apps', 'create', '--name', 'elsewhere']);
+    const now = new Date();
+    const session = async (appId: number, instanceId: string, apiKeyId: number | null) => {
+      const tokenHash = hashSecret(`${instanceId}-token`);
+      await database.db.$transaction((tx) =>
+        bootstrapWorker(tx, { applicationId: appId, instanceId, workerName: null, handlers: [], sdkVersion: null, hostname: null, metadata: null, tokenHash, apiKeyId, now, expiresAt: new Date(now.getTime() + 86_400_000) }),
+      );
+      return tokenHash;
+    };
+    const own = await session(applicationId, 'own', app.keyId as number);
+    const legacy = await session(applicationId, 'legacy', null);
+    const siblings = await session(applicationId, 'sibling', sibling.keyId as number);
+    const foreign = await session(elsewhere.applicationId as number, 'foreign', elsewhere.keyId as number);
+    await runAdmin(database.db, ['apps', 'keys', 'disable', '--key-id', String(app.keyId)]);
+    const ended = async (tokenHash: string) => (await database.db.workerSession.findUniqueOrThrow({ where: { tokenHash } })).supersededAt !== null;
+    // Its own session, and one from before sessions knew their key (it may be its).
+    expect(await ended(own)).toBe(true);
+    expect(await ended(legacy)).toBe(true);
+    // Another key's session, of this application or another, lives on.
+    expect(await ended(siblings)).toBe(false);
+    expect(await ended(foreign)).toBe(false);
   });
 
   it('refuses bad usage with a message', async () => {

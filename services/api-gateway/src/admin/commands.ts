@@ -1,4 +1,4 @@
-import { applicationExists, createApiKey, createApplication, disableApiKey, type Db } from '@po/db';
+import { applicationExists, createApiKey, createApplication, disableApiKey, endKeySessions, type Db } from '@po/db';
 import { hashSecret } from '@po/http';
 import { generateApiKey } from './keys.js';
 
@@ -57,7 +57,13 @@ export async function runAdmin(db: Db, argv: string[], now = new Date()): Promis
     }
     if (action === 'disable') {
       const keyId = positiveInt(f.get('key-id'), 'key-id');
-      if (!(await disableApiKey(db, keyId, now))) throw new UsageError(`API key ${keyId} does not exist`);
+      // The worker sessions the key bootstrapped end with it (decision 0082).
+      const disabled = await db.$transaction(async (tx) => {
+        const key = await disableApiKey(tx, keyId, now);
+        if (key) await endKeySessions(tx, { keyId, applicationId: key.applicationId }, now);
+        return key;
+      });
+      if (!disabled) throw new UsageError(`API key ${keyId} does not exist`);
       return { keyId, disabled: true };
     }
   }

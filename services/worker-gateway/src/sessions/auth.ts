@@ -1,7 +1,9 @@
 import type { Middleware } from 'koa';
 import { DomainError, Unauthorized } from '@po/domain';
-import { findCurrentSession, type Db } from '@po/db';
+import { findCurrentSession, sqlOf, type Db } from '@po/db';
 import { hashSecret, type AppState } from '@po/http';
+
+export const KEY_REVOKED_DETAIL = 'The API key that bootstrapped this worker session is disabled or expired.';
 
 export interface SessionState {
   workerId: string;
@@ -10,8 +12,10 @@ export interface SessionState {
 
 /**
  * X-Worker-Session (addendum §15): the worker's current token (a superseded one is invalid
- * everywhere), unexpired unless `checkExpiry` is false (shutdown). Heartbeat, events and shutdown
- * also need the body's workerId to match, so they authenticate after the body is parsed.
+ * everywhere), unexpired unless `checkExpiry` is false (shutdown). A session whose bootstrapping
+ * API key is disabled or expired has ended, like a superseded one (decision 0082). Heartbeat,
+ * events and shutdown also need the body's workerId to match, so they authenticate after the body
+ * is parsed.
  */
 export async function authenticateSession(
   db: Db,
@@ -19,8 +23,9 @@ export async function authenticateSession(
   options: { now: Date; checkExpiry: boolean; workerId?: string },
 ): Promise<SessionState> {
   if (!token) throw new Unauthorized('Missing X-Worker-Session header.');
-  const session = await findCurrentSession(db, hashSecret(token));
+  const session = await findCurrentSession(sqlOf(db), hashSecret(token));
   if (!session) throw new Unauthorized('Invalid or superseded worker session.');
+  if (session.keyRevoked) throw new Unauthorized(KEY_REVOKED_DETAIL);
   if (options.checkExpiry && session.expiresAt <= options.now) throw new Unauthorized('Worker session expired.');
   if (options.workerId !== undefined && options.workerId !== session.workerId) {
     throw new Unauthorized('The worker session does not belong to this workerId.');

@@ -7,7 +7,8 @@ import type { Deps } from '../deps.js';
 import { authenticateSession } from './auth.js';
 
 /** POST /workers/bootstrap (addendum §5.3). */
-export async function bootstrap(deps: Deps, applicationId: number, body: BootstrapRequest) {
+export async function bootstrap(deps: Deps, key: { applicationId: number; keyId: number }, body: BootstrapRequest) {
+  const { applicationId } = key;
   const { config } = deps;
   if (config.brokerHandout && !config.brokerConnectionString) {
     throw new BrokerUnavailable('Broker hand-out is enabled but no broker address is configured.');
@@ -26,6 +27,7 @@ export async function bootstrap(deps: Deps, applicationId: number, body: Bootstr
       hostname: body.hostname ?? null,
       metadata: (body.metadata as Record<string, unknown> | undefined) ?? null,
       tokenHash: hashSecret(token),
+      apiKeyId: key.keyId,
       now,
       expiresAt,
     }),

@@ -381,7 +381,7 @@ describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and b
       401,
       'unauthorized',
     );
-    expectProblem(await lease(op, 'abc', {}, null), 401, 'unauthorized');
+    expectProblem(await lease(op, '0', {}, null), 401, 'unauthorized');
     expect(await stageRow(d.stageId)).toMatchObject({ status: 'Pending', attempt: 0 });
   });
 
@@ -395,7 +395,7 @@ describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and b
   });
 
   it('400 at stageId for an invalid stageId, before the body', async () => {
-    for (const bad of ['abc', '0', '01', '-1', '1.5', '9007199254740992']) {
+    for (const bad of ['0', '01', '9007199254740992']) {
       expectProblem(
         await lease(op, bad, { executionId: 'e', workerId: w1.workerId }),
         400,
@@ -403,7 +403,18 @@ describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and b
         ['stageId'],
       );
     }
-    expectProblem(await lease(op, 'abc', {}), 400, 'validation_failed', ['stageId']);
+    expectProblem(await lease(op, '0', {}), 400, 'validation_failed', ['stageId']);
+  });
+
+  it('404 not_found for a path id that is not digits, as the api-gateway answers for it, before the credentials', async () => {
+    for (const bad of ['abc', '-1', '1.5', '1e3', '%20']) {
+      expectProblem(
+        await lease(op, bad, { executionId: 'e', workerId: w1.workerId }),
+        404,
+        'not_found',
+      );
+      expectProblem(await lease(op, bad, {}, null), 404, 'not_found');
+    }
   });
 
   it('400 for a malformed body', async () => {

@@ -183,8 +183,16 @@ describe('stage results (results are published to stage-results)', () => {
 
     it('400 at stageId for an invalid route stageId', async () => {
       const d = await dispatched();
-      for (const bad of ['abc', '0', '007', '9007199254740992']) {
+      for (const bad of ['0', '007', '9007199254740992']) {
         expectProblem(await submit(bad, body(d)), 400, 'validation_failed', ['stageId']);
+      }
+    });
+
+    it('404 not_found for a route stageId that is not digits, as the api-gateway answers for it, before the credentials', async () => {
+      const d = await dispatched();
+      for (const bad of ['abc', '-1', '1.5']) {
+        expectProblem(await submit(bad, body(d)), 404, 'not_found');
+        expectProblem(await submit(bad, body(d), { key: null, session: null }), 404, 'not_found');
       }
     });
 
@@ -407,7 +415,7 @@ describe('stage results (results are published to stage-results)', () => {
       const raw = bodyOfSize(d, 327_681);
       expectProblem(await submit(d.stageId, raw, { key: null }), 401, 'unauthorized');
       expectProblem(await submit(d.stageId, raw, { session: null }), 401, 'unauthorized');
-      expectProblem(await submit('abc', raw), 400, 'validation_failed', ['stageId']);
+      expectProblem(await submit('0', raw), 400, 'validation_failed', ['stageId']);
       const invalid = `{"stageId":"x","pad":"${'p'.repeat(327_700)}"}`;
       expectProblem(await submit(d.stageId, invalid), 413, 'payload_too_large');
     });
@@ -472,8 +480,8 @@ describe('stage results (results are published to stage-results)', () => {
         'unauthorized',
       );
       // Credentials come before the path parameter and the body.
-      expectProblem(await submit('abc', {}, { key: null }), 401, 'unauthorized');
-      expectProblem(await submit('abc', {}, { session: null }), 401, 'unauthorized');
+      expectProblem(await submit('0', {}, { key: null }), 401, 'unauthorized');
+      expectProblem(await submit('0', {}, { session: null }), 401, 'unauthorized');
       expect(await published(d.executionId)).toHaveLength(0);
     });
   });

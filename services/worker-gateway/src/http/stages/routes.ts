@@ -1,3 +1,5 @@
+import type { Middleware } from 'koa';
+import { NotFound } from '@po/domain';
 import {
   apiKeyAuth,
   createRouter,
@@ -5,9 +7,11 @@ import {
   pathParam,
   sendJson,
   type ApiKeyResolver,
+  type AppState,
   type Router,
 } from '@po/http';
 import {
+  bodyLimits,
   parseId,
   validateLease,
   validateResultSubmit,
@@ -16,39 +20,70 @@ import {
 } from '@po/contracts';
 import type { Deps } from '../../deps.js';
 import { lease } from '../../leases/operations.js';
+import { checkResultCredentials, type ResultCredentials } from '../../results/credentials.js';
 import { submitResult } from '../../results/submit.js';
 import { deferredSession, type PendingSession } from '../../sessions/auth.js';
 
 /** api-spec Limits: a result request body may be at most 327680 bytes. */
 export const RESULT_MAX_BODY_BYTES = 327_680;
 
+const rawStageId = (ctx: object): string =>
+  (ctx as { params?: Record<string, string> }).params?.stageId ?? '';
+
+/**
+ * The Ingress routes only `/stages/{digits}/…` worker paths here and everything else to the
+ * api-gateway, which has no such route: a path id with anything but digits is an unknown route
+ * (404) here too, before credentials (addendum §3). Digits out of range stay a 400 at stageId.
+ */
+const workerStagePath: Middleware<AppState> = async (ctx, next) => {
+  if (!/^[0-9]+$/.test(rawStageId(ctx))) throw new NotFound('No such route.');
+  await next();
+};
+
 export function stageRoutes(deps: Deps, resolveKey: ApiKeyResolver): Router {
   const router = createRouter();
   const session = deferredSession(deps.db, deps.clock);
   const stageIdParam = pathParam('stageId', (raw) => parseId(raw, 'stageId'));
-  const leaseBody = jsonBody(validateLease, deps.config.maxBodyBytes);
-  const stateOf = (ctx: { state: { params: Record<string, unknown> } }) => ({
+  const leaseBody = jsonBody(validateLease, Math.min(bodyLimits.small, deps.config.maxBodyBytes));
+  const leaseState = (ctx: { state: { params: Record<string, unknown> } }) => ({
     stageId: ctx.state.params.stageId as number,
     session: (ctx.state as unknown as { session: PendingSession }).session,
   });
+  // Key, session and their application are one read, before the path, the size and the body.
+  const resultCaller: Middleware<AppState & { caller?: ResultCredentials }> = async (ctx, next) => {
+    ctx.state.caller = await checkResultCredentials(deps, {
+      applicationId: ctx.state.applicationId!,
+      sessionToken: ctx.get('x-worker-session'),
+      rawStageId: rawStageId(ctx),
+    });
+    await next();
+  };
 
-  router.post('/stages/:stageId/lease/acquire', session, stageIdParam, leaseBody, async (ctx) => {
-    const { stageId, session: s } = stateOf(ctx);
-    sendJson(ctx, 200, await lease(deps, 'acquire', s, stageId, ctx.state.body as StageLeaseRequest));
-  });
-  router.post('/stages/:stageId/lease/renew', session, stageIdParam, leaseBody, async (ctx) => {
-    const { stageId, session: s } = stateOf(ctx);
-    sendJson(ctx, 200, await lease(deps, 'renew', s, stageId, ctx.state.body as StageLeaseRequest));
-  });
+  for (const action of ['acquire', 'renew'] as const) {
+    router.post(`/stages/:stageId/lease/${action}`, workerStagePath, session, stageIdParam, leaseBody, async (ctx) => {
+      const { stageId, session: s } = leaseState(ctx);
+      sendJson(ctx, 200, await lease(deps, action, s, stageId, ctx.state.body as StageLeaseRequest));
+    });
+  }
   router.post(
     '/stages/:stageId/result',
+    workerStagePath,
     apiKeyAuth(resolveKey),
-    session,
+    resultCaller,
     stageIdParam,
     jsonBody(validateResultSubmit, RESULT_MAX_BODY_BYTES),
     async (ctx) => {
-      const { stageId, session: s } = stateOf(ctx);
-      sendJson(ctx, 202, await submitResult(deps, { applicationId: ctx.state.applicationId!, session: s }, stageId, ctx.state.body as StageResultSubmit));
+      const caller = (ctx.state as { caller?: ResultCredentials }).caller!;
+      sendJson(
+        ctx,
+        202,
+        await submitResult(
+          deps,
+          caller,
+          ctx.state.params.stageId as number,
+          ctx.state.body as StageResultSubmit,
+        ),
+      );
     },
   );
   return router;

@@ -443,6 +443,14 @@ describe('worker sessions (default settings, WORKER_EVENTS_MAX_BATCH=3)', () => 
   });
 
   describe('POST /workers/events', () => {
+    it('401 for a session that is not live before the batch is read: a malformed or oversized body does not get parsed first', async () => {
+      for (const raw of ['{"workerId": ', `[${'0,'.repeat(200_000)}0]`]) {
+        const r = await gw.call('POST', '/workers/events', { raw, headers: { 'x-worker-session': 'pws_not-a-session' } });
+        expect(r.status).toBe(401);
+        expect(r.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      }
+    });
+
     it('stores a batch of WORKER_EVENTS_MAX_BATCH events and answers 200 empty', async () => {
       const w = await gw.bootstrap(unique('ev'), []);
       const before = Date.now();
@@ -748,10 +756,15 @@ describe('broker hand-out (WORKER_BROKER_HANDOUT=true)', () => {
   let empty: WorkerGatewayHarness;
   let configured: WorkerGatewayHarness;
   beforeAll(async () => {
+    // The hand-out needs its acknowledgement to start at all (decision 0082).
+    const handout = {
+      WORKER_BROKER_HANDOUT: 'true',
+      WORKER_BROKER_HANDOUT_ACK: 'tenants-share-redis',
+    };
     [empty, configured] = await Promise.all([
-      startWorkerGateway({ WORKER_BROKER_HANDOUT: 'true' }),
+      startWorkerGateway(handout),
       startWorkerGateway({
-        WORKER_BROKER_HANDOUT: 'true',
+        ...handout,
         WORKER_BROKER_CONNECTION_STRING: 'redis://broker.example:6379/2',
       }),
     ]);
@@ -897,7 +910,7 @@ describe('request size (API_MAX_BODY_BYTES=1024)', () => {
     );
     // Path parameters are checked before the size.
     expectProblem(
-      await gw.call('POST', '/stages/x/lease/acquire', { raw: lease, headers: session }),
+      await gw.call('POST', '/stages/0/lease/acquire', { raw: lease, headers: session }),
       400,
       'validation_failed',
       ['stageId'],
