@@ -44,19 +44,37 @@ function parse(s: string): number | undefined {
   return t.getTime() - offsetMinutes * 60_000;
 }
 
-/** True when `s` is an RFC 3339 date-time with an offset (`Z` or `±hh:mm`). */
+/**
+ * Earliest and latest instants a request date-time may name: years 1 to 9999 in UTC, the range
+ * RFC 3339 can write in UTC and every store and client here handles (year 0 made the database
+ * round trip fail with a 500).
+ */
+export const MIN_DATE_TIME = '0001-01-01T00:00:00.000Z';
+export const MAX_DATE_TIME = '9999-12-31T23:59:59.999Z';
+const MIN_MILLIS = Date.parse(MIN_DATE_TIME);
+const MAX_MILLIS = Date.parse(MAX_DATE_TIME);
+
+/** What is wrong with a request date-time: not RFC 3339 with an offset, or outside the bounds. */
+export function dateTimeProblem(s: string): 'format' | 'range' | null {
+  const ms = parse(s);
+  if (ms === undefined) return 'format';
+  return ms < MIN_MILLIS || ms > MAX_MILLIS ? 'range' : null;
+}
+
+/** True when `s` is an RFC 3339 date-time with an offset (`Z` or `±hh:mm`) within the bounds. */
 export function isRfc3339DateTime(s: string): boolean {
-  return parse(s) !== undefined;
+  return dateTimeProblem(s) === null;
 }
 
 /**
- * UTC epoch milliseconds of an RFC 3339 date-time with an offset.
+ * UTC epoch milliseconds of an RFC 3339 date-time with an offset, within the bounds.
  * Throws a RangeError for anything else (validate the body first).
  */
 export function toUtcMillis(s: string): number {
-  const ms = parse(s);
-  if (ms === undefined) throw new RangeError(`not an RFC 3339 date-time with an offset: ${s}`);
-  return ms;
+  if (!isRfc3339DateTime(s)) {
+    throw new RangeError(`not an RFC 3339 date-time with an offset, ${MIN_DATE_TIME} to ${MAX_DATE_TIME}: ${s}`);
+  }
+  return parse(s)!;
 }
 
 /** A response date-time: `YYYY-MM-DDTHH:mm:ss.sssZ`, always UTC. */

@@ -20,7 +20,7 @@ export {
   UTC_DATE_TIME_PATTERN,
 } from './datetime.js';
 export type { JsonObject, JsonPrimitive, JsonValue, NonNullJsonValue } from './json.js';
-export { limits } from './limits.js';
+export { bodyLimits, limits } from './limits.js';
 export * from './pipelines.js';
 export * from './pipeline-responses.js';
 export * from './schedules.js';

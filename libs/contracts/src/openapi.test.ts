@@ -206,12 +206,13 @@ describe('document structure (OpenAPI 3.1)', () => {
 });
 
 describe('coverage of the API', () => {
-  // api-spec.md "Endpoints", plus worker activity (issue item 5) and this document.
+  // api-spec.md "Endpoints", plus worker activity (issue item 5), stage log pages (decision 0084) and this document.
   const expected = [
     'POST /pipelines',
     'POST /pipelines/idempotent',
     'POST /pipelines/by-idempotency-key',
     'GET /pipelines/{pipelineId}',
+    'GET /pipelines/{pipelineId}/stages/{stageId}/logs',
     'POST /pipelines/{pipelineId}/cancel',
     'POST /pipelines/{pipelineId}/stages',
     'POST /stages/{stageId}/resume',

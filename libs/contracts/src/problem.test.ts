@@ -26,10 +26,14 @@ describe('problem details (addendum §3)', () => {
       decision_conflict: 409,
       schedule_archived: 409,
       no_future_run: 409,
+      request_timeout: 408,
       payload_too_large: 413,
+      request_header_too_large: 431,
       too_many_inflight: 429,
+      rate_limited: 429,
       internal: 500,
       broker_unavailable: 503,
+      service_unavailable: 503,
       cancellation_timeout: 504,
     });
     expect(problemCodes.validation_failed.title).toBe('Validation failed');

@@ -16,10 +16,15 @@ export const problemCodes = {
   decision_conflict: { status: 409, title: 'Decision conflict' },
   schedule_archived: { status: 409, title: 'Schedule is archived' },
   no_future_run: { status: 409, title: 'No future run' },
+  // 408 and 431 are answered by the HTTP server itself, before a request reaches a route.
+  request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
+  request_header_too_large: { status: 431, title: 'Request header fields too large' },
   too_many_inflight: { status: 429, title: 'Too many in-flight deliveries' },
+  rate_limited: { status: 429, title: 'Too many requests' },
   internal: { status: 500, title: 'Internal error' },
   broker_unavailable: { status: 503, title: 'Broker unavailable' },
+  service_unavailable: { status: 503, title: 'Service unavailable' },
   cancellation_timeout: { status: 504, title: 'Cancellation timed out' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   compile,
+  eventsRequestValidator,
   registeredSchemas,
   validateIdempotentCreate,
   validateLegacyCreate,
+  validateLogRequest,
 } from './index.js';
 import { definition, errorsOf, stage, valueOf } from './validation.test-support.js';
 
@@ -223,6 +225,34 @@ describe('compile', () => {
     });
     expect(errorsOf(compile(schema, { normalise: false })({ a: null }))).toEqual([
       { field: '/a', message: 'must be a string' },
+    ]);
+  });
+});
+
+describe('a 400 costs no more than the items it reports', () => {
+  const million = <T>(item: T): T[] => new Array<T>(1_000_000).fill(item);
+
+  it('an array over its maxItems reports the count and the items up to one past the limit, not a million', () => {
+    // POST /logs is anonymous: a body of zeros for keywords once gave one error object per zero.
+    const errors = errorsOf(validateLogRequest({ message: 'm', keywords: million(0) }));
+    expect(errors[0]).toEqual({ field: '/keywords', message: 'must have at most 64 items' });
+    expect(errors.length).toBeLessThanOrEqual(1 + 100);
+    expect(errors.slice(1).every((e) => /^\/keywords\/\d+$/.test(e.field) && e.message === 'must be an object')).toBe(true);
+    const events = errorsOf(eventsRequestValidator(100)({ workerId: 'w', events: million({}) }));
+    expect(events[0]).toEqual({ field: '/events', message: 'must have at most 100 items' });
+    expect(events.length).toBeLessThanOrEqual(1 + 101);
+  });
+
+  it('an array without a limit reports its first hundred bad items; one bad item past them is still found', () => {
+    const body = { idempotencyKey: 'k', ...definition, policies: million(0) };
+    const errors = errorsOf(validateIdempotentCreate(body));
+    expect(errors).toHaveLength(100);
+    expect(errors[99]).toEqual({ field: '/policies/99', message: 'must be an object' });
+    const policies: unknown[] = million({ p: 1 });
+    expect(valueOf(validateIdempotentCreate({ ...body, policies })).policies).toHaveLength(1_000_000);
+    policies[999_999] = 'not an object';
+    expect(errorsOf(validateIdempotentCreate({ ...body, policies }))).toEqual([
+      { field: '/policies/999999', message: 'must be an object' },
     ]);
   });
 });

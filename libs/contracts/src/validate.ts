@@ -3,7 +3,7 @@
 // `{ field, message }` items of a `validation_failed` problem (addendum §1, §3).
 import { Ajv } from 'ajv';
 import type { ErrorObject, KeywordDefinition, ValidateFunction } from 'ajv';
-import { isRfc3339DateTime } from './datetime.js';
+import { MAX_DATE_TIME, MIN_DATE_TIME, dateTimeProblem, isRfc3339DateTime } from './datetime.js';
 
 /** One violation: `field` is a JSON Pointer into the body (`""` = whole body), or a parameter name. */
 export interface FieldError {
@@ -53,20 +53,24 @@ const keywords: KeywordDefinition[] = [
   },
 ];
 
-const ajv = new Ajv({
-  allErrors: true,
+const ajvOptions = {
   strict: true,
   allowUnionTypes: true,
   coerceTypes: false,
   useDefaults: false,
   verbose: true,
   // `date-time` here is RFC 3339 *with* an offset (addendum §1); the response form adds a pattern.
-  formats: { 'date-time': { type: 'string', validate: isRfc3339DateTime } },
+  formats: { 'date-time': { type: 'string' as const, validate: isRfc3339DateTime } },
   keywords,
-});
+};
+/** Reports every violation; it only ever sees a body whose long arrays were cut (see `checker`). */
+const ajv = new Ajv({ ...ajvOptions, allErrors: true });
+/** Stops at the first violation: cheap on any body, so it decides whether a body is valid. */
+const firstErrorAjv = new Ajv({ ...ajvOptions, allErrors: false });
 
 const registry = new Map<string, JsonSchema>();
 const compiled = new WeakMap<object, ValidateFunction>();
+const compiledFirstError = new WeakMap<object, ValidateFunction>();
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -91,6 +95,7 @@ export function registerSchemas(...schemas: JsonSchema[]): void {
     if (registry.get(id) === schema) continue;
     deepFreeze(schema);
     ajv.addSchema(schema as object);
+    firstErrorAjv.addSchema(schema as object);
     registry.set(id, schema);
   }
 }
@@ -121,13 +126,29 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
   });
 }
 
+/**
+ * Items of an array beyond which no item is looked at once the body is known to be invalid: an
+ * array with `maxItems` keeps one item more than that (so the count is still reported), any other
+ * at least this many. Reporting "all violations found" must not cost a 400 more than a body's size
+ * in error objects: a million bad items would otherwise take seconds and tens of megabytes.
+ */
+const REPORTED_ITEMS = 100;
+
+function reportedItems(schema: Record<string, unknown>): number {
+  const max = schema.maxItems;
+  return Math.max(typeof max === 'number' ? max + 1 : 0, REPORTED_ITEMS);
+}
+
 /** Request normalisation guided by the schema (see CompileOptions.normalise). Never mutates. */
 function prepare(data: unknown, schemaRef: unknown): unknown {
   const schema = resolveRef(schemaRef);
   if (!isRecord(schema)) return data;
   if (Array.isArray(data)) {
     const items = schema.items;
-    return isRecord(items) ? data.map((item) => prepare(item, items)) : data;
+    if (!isRecord(items)) return data;
+    // Over its limit the array is invalid whatever its items are: normalise only those reported.
+    const over = typeof schema.maxItems === 'number' && data.length > schema.maxItems;
+    return (over ? data.slice(0, reportedItems(schema)) : data).map((item) => prepare(item, items));
   }
   const properties = schema.properties;
   if (!isRecord(data) || !isRecord(properties)) return data;
@@ -141,6 +162,24 @@ function prepare(data: unknown, schemaRef: unknown): unknown {
     } else if (closed) {
       setOwn(out, key, value);
     }
+  }
+  return out;
+}
+
+/** A copy of an invalid body with every array the schema describes cut to the items reported. */
+function reported(data: unknown, schemaRef: unknown): unknown {
+  const schema = resolveRef(schemaRef);
+  if (!isRecord(schema)) return data;
+  if (Array.isArray(data)) {
+    const items = schema.items;
+    const kept = data.length > reportedItems(schema) ? data.slice(0, reportedItems(schema)) : data;
+    return isRecord(items) ? kept.map((item) => reported(item, items)) : kept;
+  }
+  const properties = schema.properties;
+  if (!isRecord(data) || !isRecord(properties)) return data;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(data)) {
+    setOwn(out, key, Object.hasOwn(properties, key) ? reported(value, properties[key]) : value);
   }
   return out;
 }
@@ -206,12 +245,13 @@ function toFieldError(e: ErrorObject): FieldError {
     case 'const':
       return { field, message: `must be ${JSON.stringify(limit)}` };
     case 'format':
+      if (limit !== 'date-time') return { field, message: `must be a valid ${String(limit)}` };
       return {
         field,
         message:
-          limit === 'date-time'
-            ? 'must be an RFC 3339 date-time with an offset (Z or ±hh:mm)'
-            : `must be a valid ${String(limit)}`,
+          typeof e.data === 'string' && dateTimeProblem(e.data) === 'range'
+            ? `must be from ${MIN_DATE_TIME} to ${MAX_DATE_TIME}`
+            : 'must be an RFC 3339 date-time with an offset (Z or ±hh:mm)',
       };
     case 'pattern':
       return { field, message: `must match the pattern ${String(limit)}` };
@@ -254,20 +294,22 @@ export interface Checked {
  * is invalid, so callers can add rules a schema cannot express and report all errors together.
  */
 export function checker(schema: object, options: CompileOptions = {}): (data: unknown) => Checked {
-  const fn = ajvValidator(schema);
+  const firstError = validatorOf(firstErrorAjv, compiledFirstError, schema);
+  const allErrors = validatorOf(ajv, compiled, schema);
   return (data: unknown): Checked => {
     const prepared = options.normalise === false ? data : prepare(data, schema);
-    return fn(prepared)
-      ? { data: prepared, errors: [] }
-      : { data: prepared, errors: toFieldErrors(fn.errors ?? []) };
+    if (firstError(prepared)) return { data: prepared, errors: [] };
+    // Every violation among the reported items; if those are all fine, the one found beyond them.
+    const errors = allErrors(reported(prepared, schema)) ? firstError.errors : allErrors.errors;
+    return { data: prepared, errors: toFieldErrors(errors ?? []) };
   };
 }
 
-function ajvValidator(schema: object): ValidateFunction {
-  let fn = compiled.get(schema);
+function validatorOf(instance: Ajv, cache: WeakMap<object, ValidateFunction>, schema: object): ValidateFunction {
+  let fn = cache.get(schema);
   if (fn === undefined) {
-    fn = ajv.compile(schema);
-    compiled.set(schema, fn);
+    fn = instance.compile(schema);
+    cache.set(schema, fn);
   }
   return fn;
 }

@@ -19,13 +19,17 @@ export interface CreateDbOptions {
   schema?: string;
   /** Pool size; default 10. */
   max?: number;
+  /** PEM of the CA PostgreSQL's certificate must verify against (DATABASE_CA_FILE); see pgPoolConfig. */
+  ca?: string | null;
 }
 
 /**
  * Discrete pg settings from a postgresql:// URL. Discrete settings, not `connectionString`: with a
- * connection string pg lets the URL override other settings such as `database`.
+ * connection string pg lets the URL override other settings such as `database`. With `ca`, TLS is
+ * on and verifies the server against that CA (and its host name) whatever `sslmode` says: a CA was
+ * given precisely so that an impostor or a plain-text downgrade is refused.
  */
-export function pgPoolConfig(url: string): PoolConfig & { schema?: string } {
+export function pgPoolConfig(url: string, ca?: string | null): PoolConfig & { schema?: string } {
   const u = new URL(url);
   if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') throw new Error('database URL must be a postgresql:// URL');
   const sslmode = u.searchParams.get('sslmode');
@@ -36,7 +40,8 @@ export function pgPoolConfig(url: string): PoolConfig & { schema?: string } {
     database: decodeURIComponent(u.pathname.slice(1)) || 'postgres',
   };
   if (u.password) config.password = decodeURIComponent(u.password);
-  if (sslmode && !['disable', 'allow', 'prefer'].includes(sslmode)) config.ssl = { rejectUnauthorized: sslmode !== 'require' };
+  if (ca) config.ssl = { ca, rejectUnauthorized: true };
+  else if (sslmode && !['disable', 'allow', 'prefer'].includes(sslmode)) config.ssl = { rejectUnauthorized: sslmode !== 'require' };
   const schema = u.searchParams.get('schema');
   if (schema) config.schema = schema;
   return config;
@@ -46,14 +51,16 @@ const sqlOfDb = new WeakMap<Db, Sql>();
 
 /**
  * A PrismaClient on a pg pool of `max` connections (default 10). Call `$disconnect()` to close it
- * (it ends the pool). `sqlOf(db)` runs plain prepared statements on the same pool.
+ * (it ends the pool). `sqlOf(db)` runs plain prepared statements on the same pool, and the API key
+ * cache's LISTEN connection copies the pool's options, so `ca` covers all three.
  */
 export function createDb(url: string, options: CreateDbOptions = {}): Db {
-  const { schema: urlSchema, ...config } = pgPoolConfig(url);
+  const { schema: urlSchema, ...config } = pgPoolConfig(url, options.ca);
   const schema = options.schema ?? urlSchema;
   // The adapter qualifies generated queries with `schema`; search_path covers $queryRaw as well.
   if (schema) config.options = `-c search_path="${schema.replaceAll('"', '""')}"`;
-  const pool = new pg.Pool({ ...config, max: options.max ?? 10 });
+  // A request waiting for a connection gives up after 10 s (503 with Retry-After) rather than queueing forever.
+  const pool = new pg.Pool({ ...config, max: options.max ?? 10, connectionTimeoutMillis: 10_000 });
   // A connection PostgreSQL terminates (restart, failover, pg_terminate_backend) must not crash the
   // process: the pool only listens for errors on idle connections, so every connection gets its own
   // listener for the time it is checked out. The statement in flight fails on its own and the pool

@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'no_future_run'
   | 'payload_too_large'
   | 'too_many_inflight'
+  | 'rate_limited'
   | 'internal'
   | 'broker_unavailable'
   | 'cancellation_timeout';
@@ -91,6 +92,16 @@ export class DecisionConflict extends DomainError {
 export class PayloadTooLarge extends DomainError {
   constructor(limitBytes: number) {
     super('payload_too_large', `The request body exceeds ${limitBytes} bytes.`);
+  }
+}
+
+/** Too many requests from one client; `retryAfterSeconds` (≥ 1) says when one more will pass. */
+export class RateLimited extends DomainError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super('rate_limited', message, true);
   }
 }
 

@@ -6,5 +6,8 @@ export * from './pipeline-definition.js';
 export * from './ids.js';
 export * from './redaction.js';
 export * from './approval.js';
+export * from './delivery-limits.js';
 export * from './execution/index.js';
 export * from './schedules/index.js';
+export * from './retention.js';
+export * from './token-bucket.js';

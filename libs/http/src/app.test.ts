@@ -42,6 +42,15 @@ beforeAll(async () => {
   router.get('/missing', () => {
     throw new NotFound('No such thing.');
   });
+  router.get('/stalled', () => {
+    // As Prisma throws it when a transaction outlived its timeout under a lock wait.
+    throw Object.assign(new Error('Transaction API error: A commit cannot be executed on an expired transaction.'), {
+      name: 'PrismaClientKnownRequestError',
+      code: 'P2028',
+      meta: { operation: 'commit', timeout: 5000, timeTaken: 5954 },
+      clientVersion: '7.10.0',
+    });
+  });
   const app = createHttpApp({ logger, routers: [healthRouter({ ok: async () => 1, down: async () => Promise.reject(new Error('x')) }), router] });
   server = await listen(app, '127.0.0.1', 0);
   url = `http://127.0.0.1:${server.port}`;
@@ -116,6 +125,16 @@ describe('koa app factory', () => {
     const errorId = /reference ([\da-f-]+)/.exec(body.detail)?.[1];
     expect(errorId).toBeDefined();
     expect(lines.some((l) => l.includes(errorId!) && l.includes('secret internals'))).toBe(true);
+  });
+
+  it('answers a stalled or unreachable database with 503 service_unavailable and Retry-After, not 500', async () => {
+    const res = await fetch(`${url}/stalled`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const body: Json = await res.json();
+    expect(body).toMatchObject({ status: 503, code: 'service_unavailable', title: 'Service unavailable', instance: '/stalled' });
+    expect(JSON.stringify(body)).not.toContain('Transaction API');
   });
 
   it('uses the trace id of an incoming traceparent as the problem traceId', async () => {

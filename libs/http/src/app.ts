@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type { ParameterizedContext } from 'koa';
-import { DomainError, NotFound, newTraceId, type ErrorCode, type FieldError } from '@po/domain';
+import type { ProblemCode } from '@po/contracts';
+import { DomainError, NotFound, newTraceId, type FieldError } from '@po/domain';
 import {
   httpRequestDuration,
   parseTraceparent,
@@ -11,8 +12,8 @@ import {
 } from '@po/telemetry';
 import { toProblem } from './problem.js';
 import type { Router } from './router.js';
-import { metricsEndpoint } from './metrics.js';
 import { endServerSpan, startServerSpan } from './tracing.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './unavailable.js';
 
 export interface AppState {
   /** Correlation id: the trace-id of an incoming traceparent, otherwise generated (addendum §3). */
@@ -34,7 +35,11 @@ function incomingTraceId(header: string | undefined): string {
   return parseTraceparent(header)?.traceId ?? newTraceId();
 }
 
-/** Builds a koa app (no listen) with trace ids (and spans when tracing is on), access logs, HTTP metrics, GET /metrics, problem+json errors and a 404 fallback. */
+/**
+ * Builds a koa app (no listen) with trace ids (and spans when tracing is on), access logs, HTTP
+ * metrics, problem+json errors and a 404 fallback. GET /metrics is not here: it has its own port
+ * (listenMetrics), so the API port never exposes it.
+ */
 export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState> {
   const app = new Koa<AppState>();
   app.proxy = true;
@@ -73,7 +78,6 @@ export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState
     );
   });
 
-  app.use(metricsEndpoint);
   for (const router of routers) app.use(router.routes());
   app.use(() => {
     throw new NotFound('No such route.');
@@ -82,13 +86,21 @@ export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState
 }
 
 function writeProblem(ctx: AppContext, err: unknown, logger: Logger): void {
-  let code: ErrorCode;
+  let code: ProblemCode;
   let detail: string;
   let errors: FieldError[] | undefined;
+  let retryAfterSeconds: number | undefined;
   if (err instanceof DomainError) {
     code = err.code;
     detail = err.message;
     errors = (err as { errors?: FieldError[] }).errors;
+    if (code === 'too_many_inflight' || code === 'rate_limited') retryAfterSeconds = (err as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1;
+  } else if (isDatabaseUnavailable(err)) {
+    // A stalled or unreachable database is not a bug of the request or of ours: the same request can succeed later.
+    logger.warn({ err, traceId: ctx.state.traceId }, 'database unavailable');
+    code = 'service_unavailable';
+    retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS;
+    detail = `The database is slow or unreachable; retry after ${retryAfterSeconds} seconds.`;
   } else {
     const errorId = randomUUID();
     logger.error({ err, errorId, traceId: ctx.state.traceId }, 'unhandled error');
@@ -99,6 +111,5 @@ function writeProblem(ctx: AppContext, err: unknown, logger: Logger): void {
   ctx.status = body.status;
   ctx.type = 'application/problem+json';
   ctx.body = JSON.stringify(body);
-  if (code === 'too_many_inflight')
-    ctx.set('Retry-After', String((err as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1));
+  if (retryAfterSeconds !== undefined) ctx.set('Retry-After', String(retryAfterSeconds));
 }

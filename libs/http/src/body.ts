@@ -1,73 +1,78 @@
 import type { Middleware } from 'koa';
-import { PayloadTooLarge, ValidationFailed, type FieldError } from '@po/domain';
-import type { AppState } from './app.js';
+import { PayloadTooLarge, Unauthorized, ValidationFailed, type FieldError } from '@po/domain';
+import type { AppContext, AppState } from './app.js';
+import { hashSecret, type ApiKeyResolver } from './auth.js';
+import { isBlank, scanJson, type JsonScan } from './json-scan.js';
 
 type Validation<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
 
 /**
- * Reads the raw body with a byte limit (a Content-Length over the limit is refused before reading),
- * then parses it as JSON whatever its Content-Type says (addendum §1). Returns undefined when empty.
+ * Reads the raw body with a byte limit: a Content-Length over the limit is refused before reading,
+ * a chunked body the moment it passes the limit. Returns null when the body is empty.
  */
-async function readJson(ctx: Parameters<Middleware<AppState>>[0], limitBytes: number): Promise<unknown> {
+async function readBytes(ctx: AppContext, limitBytes: number): Promise<Buffer | null> {
   const declared = Number(ctx.get('content-length') || NaN);
-  if (Number.isFinite(declared) && declared > limitBytes) {
-    ctx.req.resume();
-    throw new PayloadTooLarge(limitBytes);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limitBytes) {
-      ctx.req.resume();
-      throw new PayloadTooLarge(limitBytes);
-    }
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks, size).toString('utf8');
-  if (text.trim() === '') return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text) as unknown;
-  } catch {
-    throw ValidationFailed.at('', 'must be valid JSON');
-  }
-  const problem = unstorableJson(value);
-  if (problem) throw ValidationFailed.at(problem.field, problem.message);
-  return value;
+  if (Number.isFinite(declared) && declared > limitBytes) throw tooLarge(ctx, limitBytes);
+  const bytes = await new Promise<Buffer>((resolve, reject) => {
+    const req = ctx.req;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limitBytes) return void chunks.push(chunk);
+      done();
+      reject(tooLarge(ctx, limitBytes));
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    // A client that goes away mid-body ends the wait (with or without an 'error' first).
+    const onClose = () => onError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
+  return isBlank(bytes) ? null : bytes;
 }
 
-/** Nesting deeper than this is refused (decision 0010): free-form members stay JSON we can store. */
-export const MAX_JSON_DEPTH = 64;
+/**
+ * The rest of a refused body is read and dropped, not left in the socket (a request is not torn
+ * down mid-upload, so the client gets its 413), and the connection is not reused after it.
+ */
+function tooLarge(ctx: AppContext, limitBytes: number): PayloadTooLarge {
+  ctx.req.resume();
+  ctx.set('Connection', 'close');
+  return new PayloadTooLarge(limitBytes);
+}
 
-const pointerToken = (key: string | number) => String(key).replace(/~/g, '~0').replace(/\//g, '~1');
+/** Refuses what the scan found: malformed JSON, unstorable strings, deep nesting (400 at the values). */
+function checked(scan: JsonScan): JsonScan {
+  if (scan.problems.length > 0) throw new ValidationFailed(scan.problems);
+  return scan;
+}
 
 /**
- * Finds what PostgreSQL could not store or the server could not walk safely: a U+0000 in any
- * string or member name, or nesting past MAX_JSON_DEPTH. Iterative, so depth itself cannot
- * overflow the stack here.
+ * The body as JSON whatever its Content-Type says (addendum §1), or undefined when empty. Parsed
+ * only once the scan has accepted it, so a body we refuse costs no more memory than its bytes.
  */
-export function unstorableJson(root: unknown): { field: string; message: string } | null {
-  const stack: { value: unknown; pointer: string; depth: number }[] = [{ value: root, pointer: '', depth: 0 }];
-  while (stack.length > 0) {
-    const { value, pointer, depth } = stack.pop()!;
-    if (typeof value === 'string') {
-      if (value.includes('\u0000')) return { field: pointer, message: 'must not contain the NUL character (U+0000)' };
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
-    if (depth >= MAX_JSON_DEPTH) return { field: pointer, message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` };
-    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-    for (const [key, child] of entries) {
-      if (typeof key === 'string' && key.includes('\u0000')) return { field: pointer, message: 'member names must not contain the NUL character (U+0000)' };
-      stack.push({ value: child, pointer: `${pointer}/${pointerToken(key)}`, depth: depth + 1 });
-    }
-  }
-  return null;
+async function readJson(ctx: AppContext, limitBytes: number): Promise<unknown> {
+  const bytes = await readBytes(ctx, limitBytes);
+  if (bytes === null) return undefined;
+  checked(scanJson(bytes));
+  return JSON.parse(bytes.toString('utf8')) as unknown;
 }
 
 /** Body size check, then validation; the validated value lands in ctx.state.body. */
-export function jsonBody<T>(validate: (data: unknown) => Validation<T>, limitBytes: number): Middleware<AppState> {
+export function jsonBody<T>(
+  validate: (data: unknown) => Validation<T>,
+  limitBytes: number,
+): Middleware<AppState> {
   return async (ctx, next) => {
     const raw = await readJson(ctx, limitBytes);
     const result = validate(raw === undefined ? null : raw);
@@ -78,12 +83,58 @@ export function jsonBody<T>(validate: (data: unknown) => Validation<T>, limitByt
 }
 
 /** Like jsonBody, but no body (or an empty one) is allowed and validates as `{}`. */
-export function optionalJsonBody<T>(validate: (data: unknown) => Validation<T>, limitBytes: number): Middleware<AppState> {
+export function optionalJsonBody<T>(
+  validate: (data: unknown) => Validation<T>,
+  limitBytes: number,
+): Middleware<AppState> {
   return async (ctx, next) => {
     const raw = await readJson(ctx, limitBytes);
     const result = validate(raw === undefined ? {} : raw);
     if (!result.ok) throw new ValidationFailed(result.errors);
     ctx.state.body = result.value;
+    await next();
+  };
+}
+
+const NOT_A_STRING = Symbol('not a string');
+
+/** A member's value if it is a string or null; anything else is only told apart, never parsed. */
+function memberValue(raw: Buffer): string | null | typeof NOT_A_STRING {
+  if (raw[0] === 0x22) return JSON.parse(raw.toString('utf8')) as string;
+  return raw[0] === 0x6e ? null : NOT_A_STRING;
+}
+
+/**
+ * Authentication by a key inside the body (legacy POST /pipelines, addendum §2): the body is read
+ * (413) and scanned (400), then its top-level `member` string alone is decoded and resolved (400 at
+ * `/member`, 401) before the body is parsed, so an anonymous caller never gets a large body parsed.
+ * The parsed, not yet validated body lands in ctx.state.body.
+ */
+export function bodyKeyAuth(
+  resolve: ApiKeyResolver,
+  member: string,
+  limitBytes: number,
+): Middleware<AppState> {
+  return async (ctx, next) => {
+    const bytes = await readBytes(ctx, limitBytes);
+    const scan = bytes === null ? null : checked(scanJson(bytes, member));
+    const key =
+      bytes && scan?.member
+        ? memberValue(bytes.subarray(scan.member.start, scan.member.end))
+        : undefined;
+    if (typeof key !== 'string') {
+      const isObject = bytes !== null && bytes[bytes.findIndex((c) => c > 0x20)] === 0x7b;
+      if (!isObject) throw ValidationFailed.at('', 'must be an object');
+      throw ValidationFailed.at(
+        `/${member}`,
+        key === undefined || key === null ? 'is required' : 'must be a string',
+      );
+    }
+    const app = await resolve(hashSecret(key));
+    if (!app) throw new Unauthorized('Invalid API key in the body.');
+    ctx.state.applicationId = app.applicationId;
+    ctx.state.apiKeyId = app.keyId;
+    ctx.state.body = JSON.parse(bytes!.toString('utf8')) as unknown;
     await next();
   };
 }

@@ -1,8 +1,9 @@
 export { createHttpApp, type HttpAppOptions, type AppState, type AppContext } from './app.js';
-export { jsonBody, optionalJsonBody } from './body.js';
-export { pathParam } from './params.js';
+export { bodyKeyAuth, jsonBody, optionalJsonBody } from './body.js';
+export { pathParam, queryParams } from './params.js';
 export { apiKeyAuth, hashSecret, type ApiKeyResolver, type AuthenticatedApp } from './auth.js';
-export { healthRouter, type ReadinessCheck } from './health.js';
+export { healthRouter, type HealthOptions, type ReadinessCheck } from './health.js';
+export { listenMetrics } from './metrics.js';
 export { listen, type RunningServer } from './server.js';
 export { onShutdown, type ShutdownStep } from './shutdown.js';
 export { problemStatus, toProblem } from './problem.js';

@@ -14,3 +14,19 @@ export function pathParam<T>(name: string, parse: (raw: string) => Validation<T>
     await next();
   };
 }
+
+type QueryValue = string | readonly string[] | undefined;
+
+/** Validates query parameters into ctx.state.params, reporting every bad one (400, bare names). */
+export function queryParams(parsers: Record<string, (raw: QueryValue) => Validation<unknown>>): Middleware<AppState> {
+  return async (ctx, next) => {
+    const errors: FieldError[] = [];
+    for (const [name, parse] of Object.entries(parsers)) {
+      const result = parse(ctx.query[name]);
+      if (result.ok) ctx.state.params[name] = result.value;
+      else errors.push(...result.errors);
+    }
+    if (errors.length > 0) throw new ValidationFailed(errors);
+    await next();
+  };
+}

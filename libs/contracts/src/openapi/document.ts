@@ -40,7 +40,7 @@ const PROBLEM_RESPONSES: Record<string, { name: string; description: string }> =
   '429': {
     name: 'TooManyInflight',
     description:
-      '`too_many_inflight`: this process holds GATEWAY_MAX_INFLIGHT deliveries; retry later',
+      '`too_many_inflight` (pull) or `rate_limited` (POST /logs): retry after `Retry-After` seconds',
   },
   '500': { name: 'InternalError', description: '`internal`: unexpected failure' },
   '503': {

@@ -1,3 +1,4 @@
+import { bodyLimits } from '../../limits.js';
 import { empty, PIPELINES } from './spec.js';
 import type { OperationSpec } from './spec.js';
 
@@ -58,6 +59,7 @@ export const PIPELINE_OPERATIONS: OperationSpec[] = [
     description: 'The key is in the body so that it stays out of URLs and access logs.',
     security: 'apiKey',
     body: { schema: 'PipelineIdempotencyLookupRequest', required: true },
+    bodyLimitBytes: bodyLimits.small,
     success: { '200': { description: 'the pipeline', body: 'PipelineResponse' } },
     errors: {
       '400': 'validation',
@@ -72,6 +74,8 @@ export const PIPELINE_OPERATIONS: OperationSpec[] = [
     operationId: 'getPipeline',
     tag: PIPELINES,
     summary: 'Read a pipeline with its stages',
+    description:
+      'Each stage shows its newest logs: at most 100, and only as many of those as fit in 262144 bytes of message text (the newest one always). `logsTruncated` is true when older ones exist; GET /pipelines/{pipelineId}/stages/{stageId}/logs pages through all of them.',
     security: 'apiKey',
     parameters: ['pipelineId'],
     success: { '200': { description: 'the pipeline', body: 'PipelineResponse' } },
@@ -80,6 +84,24 @@ export const PIPELINE_OPERATIONS: OperationSpec[] = [
       '401': 'missing or invalid X-API-Key',
       '403': 'the pipeline belongs to another application',
       '404': 'no such pipeline',
+    },
+  },
+  {
+    method: 'get',
+    path: '/pipelines/{pipelineId}/stages/{stageId}/logs',
+    service: 'api-gateway',
+    operationId: 'listStageLogs',
+    tag: PIPELINES,
+    summary: 'List the logs of a stage, oldest first',
+    description:
+      'Every log of the stage, ordered by created, then id (the order of a pipeline read), including those GET /pipelines/{pipelineId} leaves out. Paged like the schedule lists: `limit` 1..200 (default 50) and the opaque `nextCursor`, non-null exactly when more logs existed after the page when it was read. A page also ends early once its messages reach 1048576 bytes (never before its first log). A log that arrives later with an earlier `created` than the position of a cursor is not on the pages after it.',
+    security: 'apiKey',
+    parameters: ['pipelineId', 'stageId', 'cursor', 'limit'],
+    success: { '200': { description: 'a page of logs', body: 'StageLogPage' } },
+    errors: {
+      '400': 'invalid `pipelineId`, `stageId`, `limit` or `cursor`',
+      '401': 'missing or invalid X-API-Key',
+      '404': 'no such stage in a pipeline of this application (another application’s pipeline included)',
     },
   },
   {
@@ -133,6 +155,7 @@ export const PIPELINE_OPERATIONS: OperationSpec[] = [
     security: 'apiKey',
     parameters: ['stageId'],
     body: { schema: 'ResumeStageRequest', required: true },
+    bodyLimitBytes: bodyLimits.small,
     success: { '204': empty('resumed; empty body') },
     errors: {
       '400': 'validation',

@@ -1,3 +1,4 @@
+import { bodyLimits } from '../../limits.js';
 import { SCHEDULES } from './spec.js';
 import type { OperationSpec } from './spec.js';
 
@@ -141,6 +142,7 @@ export const SCHEDULE_OPERATIONS: OperationSpec[] = [
       description:
         'optional: no body, or an empty one, is allowed; a present body must be an object',
     },
+    bodyLimitBytes: bodyLimits.scheduleTrigger,
     success: {
       '201': { description: 'the manual run and its pipeline', body: 'ScheduleTriggerResponse' },
     },

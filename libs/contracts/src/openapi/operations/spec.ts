@@ -20,7 +20,7 @@ export interface OperationSpec {
   security: Security;
   parameters?: Parameter[];
   body?: { schema: string; required: boolean; description?: string };
-  /** 413 limit when it is not API_MAX_BODY_BYTES. */
+  /** 413 limit when it is not API_MAX_BODY_BYTES (which caps it, except for results). */
   bodyLimitBytes?: number;
   success: Record<string, Success>;
   /** Error status → what it means for this operation. */

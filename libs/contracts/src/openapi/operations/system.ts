@@ -1,3 +1,4 @@
+import { bodyLimits } from '../../limits.js';
 import type { JsonMap } from '../types.js';
 import { SYSTEM } from './spec.js';
 import type { OperationSpec } from './spec.js';
@@ -25,9 +26,11 @@ export const SYSTEM_OPERATIONS: OperationSpec[] = [
       'An optional body `apiKey` attaches the line to an application when it matches a non-disabled key (expiry is not checked). Never 401.',
     security: 'none',
     body: { schema: 'LogRequest', required: true },
+    bodyLimitBytes: bodyLimits.log,
     success: { '200': { description: 'stored', body: 'LogResponse' } },
     errors: {
       '400': 'malformed body, or a missing or empty `message`',
+      '429': '`rate_limited`: this client address sent more than LOGS_ANON_BURST lines at once or LOGS_ANON_RATE_PER_MINUTE a minute; retry after `Retry-After` seconds',
       '500': 'the log or its keywords could not be stored',
     },
   },

@@ -1,4 +1,4 @@
-import { limits } from '../../limits.js';
+import { bodyLimits, limits } from '../../limits.js';
 import { empty, WORKER_PROTOCOL } from './spec.js';
 import type { OperationSpec } from './spec.js';
 
@@ -14,6 +14,7 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
       'Stable workerId per (application, instanceId). A new bootstrap issues a new token and makes the previous one invalid everywhere. HTTP workers use jobs/pull and ignore `messageBroker.connectionString`.',
     security: 'apiKey',
     body: { schema: 'BootstrapRequest', required: true },
+    bodyLimitBytes: bodyLimits.workerBootstrap,
     success: { '200': { description: 'the session', body: 'BootstrapResponse' } },
     errors: {
       '400': 'malformed body',
@@ -32,6 +33,7 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
     description: 'Does not extend the session. After a shutdown it makes the worker Active again.',
     security: 'session',
     body: { schema: 'HeartbeatRequest', required: true },
+    bodyLimitBytes: bodyLimits.small,
     success: { '200': empty('recorded; empty body (Content-Length: 0)') },
     errors: {
       '400': 'malformed body',
@@ -49,6 +51,7 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
     description: `At most WORKER_EVENTS_MAX_BATCH events per call (default ${limits.workerEventsMaxBatchDefault}; the schema shows the default).`,
     security: 'session',
     body: { schema: 'WorkerEventsRequest', required: true },
+    bodyLimitBytes: bodyLimits.workerEvents(limits.workerEventsMaxBatchDefault),
     success: { '200': empty('recorded; empty body (Content-Length: 0)') },
     errors: {
       '400': 'malformed body, a bad event, or a batch that is empty or too large',
@@ -67,6 +70,7 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
       'Marks the worker Stopped and records a `stopped` event. Session expiry is not checked and the token stays valid.',
     security: 'session',
     body: { schema: 'ShutdownRequest', required: true },
+    bodyLimitBytes: bodyLimits.small,
     success: { '200': empty('recorded; empty body (Content-Length: 0)') },
     errors: {
       '400': 'malformed body',
@@ -85,6 +89,7 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
       'Waits up to `waitSeconds`. The `token` of a 200 is held only by the process that served the pull: acknowledge on the same process.',
     security: 'apiKey',
     body: { schema: 'PullJobRequest', required: true },
+    bodyLimitBytes: bodyLimits.small,
     success: {
       '200': { description: 'a delivery', body: 'PullJobResponse' },
       '204': empty('no message before the deadline; empty body'),
@@ -108,6 +113,7 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
     description: 'The body `token` is the credential. Repeating an ack is not idempotent.',
     security: 'none',
     body: { schema: 'AckJobRequest', required: true },
+    bodyLimitBytes: bodyLimits.small,
     success: { '200': empty('acknowledged or requeued; empty body (Content-Length: 0)') },
     errors: {
       '400': 'missing token',

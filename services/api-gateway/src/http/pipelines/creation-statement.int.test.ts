@@ -118,18 +118,20 @@ describe('one-statement creation', () => {
     expect(await counts()).toEqual(before);
   });
 
-  it('a lone UTF-16 surrogate is stored as U+FFFD, as in any text column', async () => {
+  it('a lone UTF-16 surrogate is a 400 at each field that holds one, and nothing is stored (issue 10)', async () => {
+    const counts = async () => ({ pipelines: await gw.db.pipeline.count(), keys: await gw.db.idempotencyKey.count() });
+    const before = await counts();
     const reply = await gw.call('POST', '/pipelines/idempotent', {
       raw: `{"idempotencyKey":"${randomUUID()}","name":"n\\ud800","stages":[{"stageName":"s\\udc00","stageHandlerName":"h","input":"i\\ud800"}],"pipelineContextItems":[{"key":"k","value":"v\\ud800"}]}`,
       headers: { 'content-type': 'application/json' },
     });
-    expect(reply.status, reply.text).toBe(201);
-    const p = reply.body.pipeline;
-    expect([p.name, p.stages[0].name, p.stages[0].input, p.pipelineContextItems[0].value]).toEqual([
-      'n\uFFFD',
-      's\uFFFD',
-      'i\uFFFD',
-      'v\uFFFD',
+    expect(reply.status, reply.text).toBe(400);
+    expect(reply.body.errors.map((e: { field: string }) => e.field)).toEqual([
+      '/name',
+      '/stages/0/stageName',
+      '/stages/0/input',
+      '/pipelineContextItems/0/value',
     ]);
+    expect(await counts()).toEqual(before);
   });
 });

@@ -1,17 +1,21 @@
-import { Unauthorized, ValidationFailed } from '@po/domain';
+import { ValidationFailed } from '@po/domain';
 import {
   apiKeyAuth,
+  bodyKeyAuth,
   createRouter,
-  hashSecret,
   jsonBody,
   optionalJsonBody,
   pathParam,
+  queryParams,
   sendJson,
   type ApiKeyResolver,
   type Router,
 } from '@po/http';
 import {
+  bodyLimits,
+  parseCursor,
   parseId,
+  parseLimit,
   validateAppendStages,
   validateIdempotencyLookup,
   validateIdempotentCreate,
@@ -24,31 +28,10 @@ import {
 import type { Deps } from '../../deps.js';
 import { createIdempotentPipeline, createLegacyPipeline } from '../../pipelines/create.js';
 import { appendStages, cancelPipeline } from '../../pipelines/change.js';
-import { getPipeline, getPipelineByIdempotencyKey } from '../../pipelines/read.js';
-
-/**
- * Legacy creation reads its key from the body: the body is read first (413, malformed JSON), then
- * the key is checked (400 /apiKey, 401) before the rest of the body is validated (addendum §2).
- */
-function legacyBodyKey(resolve: ApiKeyResolver): (data: unknown) => Promise<number> {
-  return async (data) => {
-    const apiKey =
-      data !== null && typeof data === 'object' && !Array.isArray(data)
-        ? (data as { apiKey?: unknown }).apiKey
-        : undefined;
-    if (typeof apiKey !== 'string') {
-      throw ValidationFailed.at(
-        data !== null && typeof data === 'object' && !Array.isArray(data) ? '/apiKey' : '',
-        apiKey === undefined || apiKey === null ? 'is required' : 'must be a string',
-      );
-    }
-    const key = await resolve(hashSecret(apiKey));
-    if (!key) throw new Unauthorized('Invalid API key in the body.');
-    return key.applicationId;
-  };
-}
+import { getPipeline, getPipelineByIdempotencyKey, listStageLogsPage } from '../../pipelines/read.js';
 
 const acceptAny = (value: unknown) => ({ ok: true as const, value });
+
 
 export function pipelineRoutes(
   deps: Deps,
@@ -57,14 +40,14 @@ export function pipelineRoutes(
 ): Router {
   const router = createRouter();
   const auth = apiKeyAuth(resolveKey);
-  const legacyKey = legacyBodyKey(resolveKey);
+  const small = Math.min(bodyLimits.small, maxBodyBytes);
   const pipelineIdParam = pathParam('pipelineId', (raw) => parseId(raw, 'pipelineId'));
   const pipelineId = (ctx: { state: { params: Record<string, unknown> } }) =>
     ctx.state.params.pipelineId as number;
 
-  router.post('/pipelines', jsonBody(acceptAny, maxBodyBytes), async (ctx) => {
-    const applicationId = await legacyKey(ctx.state.body);
-    ctx.state.applicationId = applicationId;
+  // The key is in the body (addendum §2): read, then the key alone checked before the rest is parsed.
+  router.post('/pipelines', bodyKeyAuth(resolveKey, 'apiKey', maxBodyBytes), async (ctx) => {
+    const applicationId = ctx.state.applicationId!;
     const checked = validateLegacyCreate(ctx.state.body);
     if (!checked.ok) throw new ValidationFailed(checked.errors);
     sendJson(
@@ -88,7 +71,7 @@ export function pipelineRoutes(
   router.post(
     '/pipelines/by-idempotency-key',
     auth,
-    jsonBody(validateIdempotencyLookup, maxBodyBytes),
+    jsonBody(validateIdempotencyLookup, small),
     async (ctx) => {
       const body = ctx.state.body as PipelineIdempotencyLookupRequest;
       sendJson(
@@ -103,11 +86,24 @@ export function pipelineRoutes(
     sendJson(ctx, 200, await getPipeline(deps, ctx.state.applicationId!, pipelineId(ctx)));
   });
 
+  router.get(
+    '/pipelines/:pipelineId/stages/:stageId/logs',
+    auth,
+    pipelineIdParam,
+    pathParam('stageId', (raw) => parseId(raw, 'stageId')),
+    queryParams({ cursor: parseCursor, limit: parseLimit }),
+    async (ctx) => {
+      const { params } = ctx.state;
+      const listing = { applicationId: ctx.state.applicationId!, pipelineId: pipelineId(ctx), stageId: params.stageId as number };
+      sendJson(ctx, 200, await listStageLogsPage(deps, listing, { cursor: params.cursor as string | undefined, limit: params.limit as number }));
+    },
+  );
+
   router.post(
     '/pipelines/:pipelineId/cancel',
     auth,
     pipelineIdParam,
-    optionalJsonBody(acceptAny, maxBodyBytes),
+    optionalJsonBody(acceptAny, small),
     async (ctx) => {
       sendJson(ctx, 200, await cancelPipeline(deps, ctx.state.applicationId!, pipelineId(ctx)));
     },

@@ -1,13 +1,11 @@
-import type { Middleware } from 'koa';
-import { ValidationFailed, type FieldError } from '@po/domain';
-import { apiKeyAuth, createRouter, jsonBody, optionalJsonBody, pathParam, sendJson, type ApiKeyResolver, type AppState, type Router } from '@po/http';
+import { apiKeyAuth, createRouter, jsonBody, optionalJsonBody, pathParam, queryParams, sendJson, type ApiKeyResolver, type AppState, type Router } from '@po/http';
 import {
+  bodyLimits,
   parseCursor,
   parseLimit,
   parseScheduleName,
   parseScheduleStatus,
   validateScheduleTrigger,
-  type QueryValue,
   type ScheduleStatus,
   type ScheduleTriggerRequest,
 } from '@po/contracts';
@@ -17,22 +15,6 @@ import { archiveSchedule, pauseSchedule, resumeSchedule } from '../../schedules/
 import { triggerSchedule } from '../../schedules/trigger.js';
 import { upsertSchedule } from '../../schedules/upsert.js';
 
-type Validation<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
-type Parsers = Record<string, (raw: QueryValue) => Validation<unknown>>;
-
-/** Validates query parameters into ctx.state.params, reporting every bad one (400, bare names). */
-function queryParams(parsers: Parsers): Middleware<AppState> {
-  return async (ctx, next) => {
-    const errors: FieldError[] = [];
-    for (const [name, parse] of Object.entries(parsers)) {
-      const result = parse(ctx.query[name]);
-      if (result.ok) ctx.state.params[name] = result.value;
-      else errors.push(...result.errors);
-    }
-    if (errors.length > 0) throw new ValidationFailed(errors);
-    await next();
-  };
-}
 
 /** The PUT body is validated by the operation, which needs the stored schedule (§14.1 runAt rule). */
 const acceptAny = (value: unknown) => ({ ok: true as const, value });
@@ -78,7 +60,7 @@ export function scheduleRoutes(deps: Deps, resolveKey: ApiKeyResolver, maxBodyBy
     sendJson(ctx, 200, await archiveSchedule(deps, app(ctx), name(ctx)));
   });
 
-  router.post('/schedules/:name/trigger', auth, nameParam, optionalJsonBody(validateScheduleTrigger, maxBodyBytes), async (ctx) => {
+  router.post('/schedules/:name/trigger', auth, nameParam, optionalJsonBody(validateScheduleTrigger, Math.min(bodyLimits.scheduleTrigger, maxBodyBytes)), async (ctx) => {
     sendJson(ctx, 201, await triggerSchedule(deps, app(ctx), name(ctx), ctx.state.body as ScheduleTriggerRequest));
   });
 

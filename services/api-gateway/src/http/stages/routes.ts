@@ -1,5 +1,5 @@
 import { apiKeyAuth, createRouter, jsonBody, pathParam, sendEmpty, type ApiKeyResolver, type Router } from '@po/http';
-import { parseId, validateResume, type ResumeStageRequest } from '@po/contracts';
+import { bodyLimits, parseId, validateResume, type ResumeStageRequest } from '@po/contracts';
 import type { Deps } from '../../deps.js';
 import { resumeStage } from '../../stages/resume.js';
 
@@ -9,7 +9,7 @@ export function stageRoutes(deps: Deps, resolveKey: ApiKeyResolver, maxBodyBytes
     '/stages/:stageId/resume',
     apiKeyAuth(resolveKey),
     pathParam('stageId', (raw) => parseId(raw, 'stageId')),
-    jsonBody(validateResume, maxBodyBytes),
+    jsonBody(validateResume, Math.min(bodyLimits.small, maxBodyBytes)),
     async (ctx) => {
       const body = ctx.state.body as ResumeStageRequest;
       await resumeStage(deps, ctx.state.applicationId!, ctx.state.params.stageId as number, {
