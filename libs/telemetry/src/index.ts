@@ -47,6 +47,7 @@ export {
   resultsAccepted,
   resultsApplied,
   resultsFenced,
+  retentionDeleted,
   retriesScheduled,
   scheduleRuns,
   scheduleTickLag,

@@ -160,6 +160,16 @@ export const scheduleRuns = once(
     }),
 );
 
+export const retentionDeleted = once(
+  () =>
+    new Counter({
+      name: 'po_retention_deleted_rows_total',
+      help: 'Rows the retention cleanup deleted, by family (its RETENTION_*_DAYS setting) and table.',
+      labelNames: ['family', 'table'] as const,
+      registers,
+    }),
+);
+
 const collectErrors = once(
   () =>
     new Counter({

@@ -8,7 +8,7 @@ import { systemRoutes } from './http/system/routes.js';
 import { workerActivityRoutes } from './http/workers/routes.js';
 import { openApiRoutes } from './http/openapi/routes.js';
 
-export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyBytes' | 'build'>, readiness: Record<string, ReadinessCheck>) {
+export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyBytes' | 'build' | 'logsAnonLimit'>, readiness: Record<string, ReadinessCheck>) {
   const resolveKey: ApiKeyResolver = (hash) => deps.keys.resolve(hash, deps.clock());
   return createHttpApp({
     logger: deps.logger,
@@ -17,7 +17,7 @@ export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyByte
       pipelineRoutes(deps, resolveKey, config.maxBodyBytes),
       stageRoutes(deps, resolveKey, config.maxBodyBytes),
       scheduleRoutes(deps, resolveKey, config.maxBodyBytes),
-      systemRoutes(deps, config.build, config.maxBodyBytes),
+      systemRoutes(deps, config.build, config.maxBodyBytes, config.logsAnonLimit),
       workerActivityRoutes(deps, resolveKey),
       openApiRoutes(),
     ],

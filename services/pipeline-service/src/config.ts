@@ -1,4 +1,5 @@
 import { commonConfig, envReader, type CommonConfig } from '@po/config';
+import type { RetentionOptions } from './retention/cleanup.js';
 
 export interface PipelineServiceConfig extends CommonConfig {
   eventConcurrency: number;
@@ -7,7 +8,11 @@ export interface PipelineServiceConfig extends CommonConfig {
   maxActiveStages: number;
   sweepIntervalMs: number;
   lostMessageAfterSeconds: number;
+  retention: RetentionOptions;
 }
+
+/** Up to 100 years: a bigger number is a typo, and 0 already means forever. */
+const DAYS = { min: 0, max: 36_500 };
 
 export function parseConfig(env: Record<string, string | undefined>): PipelineServiceConfig {
   const read = envReader(env);
@@ -18,6 +23,17 @@ export function parseConfig(env: Record<string, string | undefined>): PipelineSe
     maxActiveStages: read.int('APP_MAX_ACTIVE_STAGES', 0, { min: 0 }),
     sweepIntervalMs: read.int('DISPATCH_SWEEP_INTERVAL_MS', 500, { min: 50, max: 1000 }),
     lostMessageAfterSeconds: read.int('DISPATCH_LOST_MESSAGE_AFTER_SECONDS', 30, { min: 1, max: 86_400 }),
+    retention: {
+      days: {
+        pipelines: read.int('RETENTION_PIPELINES_DAYS', 30, DAYS),
+        workerEvents: read.int('RETENTION_WORKER_EVENTS_DAYS', 7, DAYS),
+        workerSessions: read.int('RETENTION_WORKER_SESSIONS_DAYS', 7, DAYS),
+        scheduleRuns: read.int('RETENTION_SCHEDULE_RUNS_DAYS', 30, DAYS),
+        systemLogs: read.int('RETENTION_SYSTEM_LOGS_DAYS', 30, DAYS),
+      },
+      batchSize: read.int('RETENTION_BATCH_SIZE', 500, { min: 1, max: 10_000 }),
+      intervalMs: read.int('RETENTION_INTERVAL_SECONDS', 60, { min: 1, max: 86_400 }) * 1000,
+    },
   };
   read.done();
   return config;

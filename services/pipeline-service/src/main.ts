@@ -2,7 +2,7 @@ import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { Engine } from '@po/engine';
-import { listen, onShutdown } from '@po/http';
+import { listen, listenMetrics, onShutdown } from '@po/http';
 import {
   createPipelineEventsConsumer,
   createPipelineEventsProducer,
@@ -19,13 +19,14 @@ import type { DispatcherDeps } from './dispatcher/deps.js';
 import { createPassRunner } from './dispatcher/dispatch-pipeline.js';
 import { startSweeper } from './dispatcher/sweeper.js';
 import { createEventHandler } from './events/handle-event.js';
+import { startRetention } from './retention/cleanup.js';
 
 const BATCH_CONCURRENCY = 2;
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'pipeline-service', level: config.logLevel });
 // Event batches and the sweeper's statements run beside each other.
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4) });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4), ca: config.databaseCa });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 // GET /metrics reads depth and oldest age of the StageNext queues this process published to recently.
@@ -48,18 +49,22 @@ const sweeper = startSweeper(deps, {
   throttling: config.maxActiveStages > 0,
   lostMessageAfterSeconds: config.lostMessageAfterSeconds,
 });
+const retention = startRetention({ db, logger, clock: () => new Date() }, config.retention);
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
-logger.info({ port: server.port }, 'pipeline-service listening');
+const metrics = await listenMetrics(config.host, config.metricsPort);
+logger.info({ port: server.port, metricsPort: metrics.port }, 'pipeline-service listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['event consumer', () => consumer.close()],
   ['sweeper', () => sweeper.stop()],
+  ['retention', () => retention.stop()],
   ['passes', () => passes.drain()],
   ['producers', async () => Promise.all([publisher.close(), events.close(), results.close(), queueStats.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
+  ['metrics server', () => metrics.close()],
   ['telemetry', () => shutdownTracing()],
 ]);

@@ -11,6 +11,7 @@ import {
 } from '@po/testing';
 import { runAdmin } from '../admin/commands.js';
 import { buildApp } from '../app.js';
+import { LOGS_ANON_DEFAULTS, type ApiGatewayConfig } from '../config.js';
 import type { Deps } from '../deps.js';
 
 export interface Reply {
@@ -35,6 +36,7 @@ export interface CallOptions {
 export async function startGateway(
   overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events' | 'clock'>> & {
     maxBodyBytes?: number;
+    logsAnonLimit?: ApiGatewayConfig['logsAnonLimit'];
   } = {},
 ) {
   const database = await createTestDatabase();
@@ -65,6 +67,7 @@ export async function startGateway(
     deps,
     {
       maxBodyBytes: overrides.maxBodyBytes ?? 33_554_432,
+      logsAnonLimit: overrides.logsAnonLimit ?? LOGS_ANON_DEFAULTS,
       build: { version: '0.5.0', commit: null, builtAt: null },
     },
     { postgres: () => db.$queryRaw`SELECT 1`, redis: () => redis.ping() },
