@@ -85,7 +85,10 @@ export interface StageResponse {
   isSkipped: boolean;
   isEvent: boolean;
   nextStageId: number | null;
+  /** The newest logs of the stage (at most 100, and 256 KiB of messages), by created then id. */
   logs: StageLog[];
+  /** Older logs than those in `logs` exist: GET /pipelines/{pipelineId}/stages/{stageId}/logs pages through all. */
+  logsTruncated: boolean;
   options: StageOptions;
   failureCount: number;
   lastFailedAt: string | null;
@@ -139,6 +142,11 @@ export interface StageDto {
 
 export interface AppendStagesResponse {
   stages: StageDto[];
+}
+
+export interface StageLogPage {
+  items: StageLog[];
+  nextCursor: string | null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,7 +209,14 @@ export const stageResponseSchema = response('StageResponse', {
   isSkipped: bool(),
   isEvent: bool(),
   nextStageId: nullable(rid()),
-  logs: arrayOf(ref('StageLog')),
+  logs: {
+    ...arrayOf(ref('StageLog')),
+    description:
+      'the newest logs of the stage, ordered by created then id: at most 100, and only as many of those as fit in 262144 bytes of message text (the newest one always)',
+  },
+  logsTruncated: bool(
+    'true when the stage has older logs than those in `logs`; GET /pipelines/{pipelineId}/stages/{stageId}/logs pages through all of them',
+  ),
   options: ref('StageOptions'),
   failureCount: count(),
   lastFailedAt: nullable(utcDateTime()),
@@ -257,6 +272,12 @@ export const appendStagesResponseSchema = response('AppendStagesResponse', {
   stages: arrayOf(ref('StageDto')),
 });
 
+export const stageLogPageSchema = response(
+  'StageLogPage',
+  { items: arrayOf(ref('StageLog')), nextCursor: nullable(str({ minLength: 1 })) },
+  'logs of one stage by created, then id, ascending; a page stops early after 1048576 bytes of message text (never before its first log)',
+);
+
 registerSchemas(
   stageOptionsSchema,
   contextItemSchema,
@@ -267,6 +288,7 @@ registerSchemas(
   idempotentPipelineCreateResponseSchema,
   stageDtoSchema,
   appendStagesResponseSchema,
+  stageLogPageSchema,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import {
   scheduleSchema,
   scheduleTriggerResponseSchema,
   stageLeaseResponseSchema,
+  stageLogPageSchema,
   stageResultAcceptedSchema,
   validateStageNextMessage,
   versionInfoSchema,
@@ -30,6 +31,7 @@ import type {
   ScheduleRun,
   ScheduleTriggerResponse,
   StageLeaseResponse,
+  StageLogPage,
   StageNextMessage,
   StageResponse,
   StageResultAccepted,
@@ -57,6 +59,7 @@ const stageResponse: StageResponse = {
   isEvent: false,
   nextStageId: null,
   logs: [{ id: 1, stageId: 21, message: 'started', logLevel: 'Information', created: at }],
+  logsTruncated: false,
   options: {
     runNextIfFailed: false,
     retryInterval: 0,
@@ -201,6 +204,11 @@ const samples: [string, JsonSchema, unknown][] = [
         },
       ],
     } satisfies AppendStagesResponse,
+  ],
+  [
+    'StageLogPage',
+    stageLogPageSchema,
+    { items: stageResponse.logs, nextCursor: 'bDEuMC4xLnh4' } satisfies StageLogPage,
   ],
   ['Schedule', scheduleSchema, schedule],
   [

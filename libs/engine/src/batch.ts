@@ -8,6 +8,7 @@ import {
   fenceResult,
   mergeContext,
   newSpanId,
+  nextRetryAtOf,
   passOutcome,
   planDispatch,
   redactSecrets,
@@ -371,7 +372,8 @@ export class Batch {
         lastErrorCode: s.lastErrorCode,
         lastFailedAt: s.lastFailedAt,
         failureDisposition: s.failureDisposition,
-        nextRetryAt: s.nextRetryAt,
+        // A due retry Throttled at the cap keeps no retry time (§7).
+        nextRetryAt: nextRetryAtOf(s.status, s.nextRetryAt),
         currentExecutionId: s.currentExecutionId,
       };
       if (this.outputs.has(id)) write.output = this.outputs.get(id)!;

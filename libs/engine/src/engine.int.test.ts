@@ -260,4 +260,27 @@ describe('APP_MAX_ACTIVE_STAGES (addendum §7)', () => {
     expect((await stagesOf(first)).map((s) => s.status)).toEqual(['Completed', 'Throttled']);
     expect(await db().stage.count({ where: { applicationId: app, status: { in: ['Pending', 'Running'] } } })).toBe(1);
   });
+
+  it('a due retry Throttled at the cap shows no retry time any more (§7: nextRetryAt becomes null)', async () => {
+    const app = (await db().application.create({ data: { name: 'capped-retry' } })).id;
+    const capped = new Engine({ ...deps, maxActiveStages: 1 });
+    const make = async (name: string) => {
+      const planned = planPipeline({ name, stages: [{ stageName: 's', stageHandlerName: 'cap-retry' }] }, { applicationId: app });
+      if (!planned.ok) throw new Error('invalid');
+      return db().$transaction((tx) => insertPipeline(tx, planned.pipeline, new Date()));
+    };
+    const holder = await make('holder');
+    const retried = await make('retried');
+    await capped.run([{ kind: 'pass', pipelineId: holder }]);
+    expect((await stagesOf(holder))[0]!.status).toBe('Pending');
+    // A failed attempt whose retry is due now, while the application's only slot is taken.
+    await db().$executeRaw`
+      UPDATE stages SET status = 'RetryScheduled', retry_attempt = 1, failure_count = 1, failure_disposition = 'retryable',
+        last_failed_at = now() - interval '2 seconds', next_retry_at = now() - interval '1 second'
+      WHERE pipeline_id = ${BigInt(retried)}`;
+    await db().$executeRaw`UPDATE pipelines SET dispatched = true, status = 'Pending' WHERE id = ${BigInt(retried)}`;
+    await capped.run([{ kind: 'pass', pipelineId: retried }]);
+    const [stage] = await stagesOf(retried);
+    expect(stage).toMatchObject({ status: 'Throttled', retryAttempt: 1, nextRetryAt: null });
+  });
 });

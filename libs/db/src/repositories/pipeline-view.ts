@@ -38,7 +38,10 @@ export interface StageRecord {
   retryAttempt: number;
   lastErrorCode: string | null;
   failureDisposition: string | null;
+  /** The newest logs (STAGE_LOG_WINDOW), ordered by created then id. */
   logs: StageLogRecord[];
+  /** Older logs exist than those in `logs` (read them with readStageLogPage). */
+  logsTruncated: boolean;
 }
 
 export interface ContextItemRecord {
@@ -65,8 +68,19 @@ export interface PipelineRecord {
   keywords: { key: string; value: string }[];
 }
 
-/** The JSON object of stage row `s`; `logs` is an SQL expression of its json array of logs. */
-export function stageJson(s: string, logs: string): string {
+/**
+ * What a pipeline read shows of each stage's logs: the newest `count`, and of those only as many
+ * as fit in `bytes` of message text (the newest one always). A stage may have any number of logs
+ * of up to ~320 KiB each (a result body), so a count alone would not bound the read: 100 stages ×
+ * 100 logs could be gigabytes. With this window a read holds at most ~32 MiB of log text.
+ */
+export const STAGE_LOG_WINDOW = { count: 100, bytes: 262_144 } as const;
+
+/**
+ * The JSON object of stage row `s`; `logs` is an SQL expression of its json array of logs and
+ * `logsTruncated` a boolean one (no stage of a creation has logs).
+ */
+export function stageJson(s: string, logs: string, logsTruncated = 'false'): string {
   return `json_build_object(
     'id', ${s}.id, 'pipelineId', ${s}.pipeline_id, 'position', ${s}.position, 'spanId', ${s}.span_id,
     'name', ${s}.name, 'handlerName', ${s}.handler_name, 'description', ${s}.description,
@@ -75,15 +89,25 @@ export function stageJson(s: string, logs: string): string {
     'input', ${s}.input, 'isEvent', ${s}.is_event, 'options', ${s}.options,
     'failureCount', ${s}.failure_count, 'lastFailedAt', ${s}.last_failed_at, 'attempt', ${s}.attempt,
     'retryAttempt', ${s}.retry_attempt, 'lastErrorCode', ${s}.last_error_code,
-    'failureDisposition', ${s}.failure_disposition, 'logs', ${logs})`;
+    'failureDisposition', ${s}.failure_disposition, 'logs', ${logs}, 'logsTruncated', ${logsTruncated})`;
 }
 
-/** The logs of stage row `s`, ordered by created then id (addendum §4). */
-const storedLogs = (s: string): string => `(
-  SELECT coalesce(json_agg(json_build_object(
-           'id', l.id, 'stageId', l.stage_id, 'message', l.message, 'logLevel', l.log_level, 'created', l.created)
-           ORDER BY l.created, l.id), '[]'::json)
-  FROM stage_logs l WHERE l.stage_id = ${s}.id)`;
+/**
+ * The window of stage row `s`'s logs (STAGE_LOG_WINDOW), joined as `lg(logs, truncated)`: the
+ * newest count + 1 rows by the (stage_id, created, id) index, whatever the stage holds; their
+ * sizes come from octet_length, which does not detoast a message; only shown ones are built.
+ */
+const storedLogsJoin = (s: string): string => `LEFT JOIN LATERAL (
+  SELECT json_agg(json_build_object(
+           'id', w.id, 'stageId', w.stage_id, 'message', w.message, 'logLevel', w.log_level, 'created', w.created)
+           ORDER BY w.created, w.id) FILTER (WHERE w.shown) AS logs,
+         bool_or(NOT w.shown) AS truncated
+  FROM (SELECT l.*, (row_number() OVER newest) <= ${STAGE_LOG_WINDOW.count}
+                    AND ((row_number() OVER newest) = 1 OR (sum(octet_length(l.message)) OVER newest) <= ${STAGE_LOG_WINDOW.bytes}) AS shown
+        FROM (SELECT id, stage_id, message, log_level, created FROM stage_logs WHERE stage_id = ${s}.id
+              ORDER BY created DESC, id DESC LIMIT ${STAGE_LOG_WINDOW.count + 1}) l
+        WINDOW newest AS (ORDER BY l.created DESC, l.id DESC)) w
+) lg ON true`;
 
 /**
  * The JSON object of pipeline row `p`. `rows` names where its stages, context items and keywords
@@ -91,14 +115,22 @@ const storedLogs = (s: string): string => `(
  */
 export function pipelineJson(
   p: string,
-  rows: { stages: string; context: string; keywords: string; logs: (s: string) => string },
+  rows: {
+    stages: string;
+    context: string;
+    keywords: string;
+    logs: (s: string) => string;
+    /** Joined to each stage row `s` when `logs` reads from it. */
+    logsJoin?: (s: string) => string;
+    logsTruncated?: (s: string) => string;
+  },
 ): string {
   return `json_build_object(
     'id', ${p}.id, 'applicationId', ${p}.application_id, 'name', ${p}.name, 'traceId', ${p}.trace_id,
     'status', ${p}.status, 'createdAt', ${p}.created_at, 'finishedAt', ${p}.finished_at,
     'idempotencyKey', ${p}.idempotency_key,
-    'stages', (SELECT coalesce(json_agg(${stageJson('s', rows.logs('s'))} ORDER BY s.position), '[]'::json)
-               FROM ${rows.stages} s WHERE s.pipeline_id = ${p}.id),
+    'stages', (SELECT coalesce(json_agg(${stageJson('s', rows.logs('s'), rows.logsTruncated?.('s'))} ORDER BY s.position), '[]'::json)
+               FROM ${rows.stages} s ${rows.logsJoin?.('s') ?? ''} WHERE s.pipeline_id = ${p}.id),
     'contextItems', (SELECT coalesce(json_agg(json_build_object(
                        'key', c.key, 'value', c.value, 'valueType', c.value_type, 'isSensitive', c.is_sensitive)
                        ORDER BY c.id), '[]'::json)
@@ -112,7 +144,9 @@ export const STORED_PIPELINE_JSON = pipelineJson('p', {
   stages: 'stages',
   context: 'context_items',
   keywords: 'pipeline_keywords',
-  logs: storedLogs,
+  logsJoin: storedLogsJoin,
+  logs: () => `coalesce(lg.logs, '[]'::json)`,
+  logsTruncated: () => `coalesce(lg.truncated, false)`,
 });
 
 type Json<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };

@@ -12,6 +12,12 @@ import { lockPipeline, markPipelineCancelled } from './pipelines.js';
 /** A stored schedule (ids as numbers); `definition` is the validated PipelineDefinition without apiKey. */
 export type ScheduleRecord = Omit<Schedule, 'id' | 'nameKey'> & { id: number };
 
+/**
+ * A schedule as the scheduler plans it: everything but the definition, which can be tens of MB
+ * (100 stages of 256 KiB inputs); the scheduler reads it with `scheduleDefinition` when it fires.
+ */
+export type SchedulePlanRecord = Omit<ScheduleRecord, 'definition'>;
+
 /** What a PUT stores besides identity, status, version and timestamps. */
 export type ScheduleSettingsWrite = Pick<
   ScheduleRecord,
@@ -79,11 +85,12 @@ interface RawSchedule {
   updated_at: Date;
 }
 
-const COLUMNS = Prisma.sql`id, application_id, name, status::text AS status, kind::text AS kind, cron_expression, time_zone,
-  interval_seconds, run_at, definition, definition_version, overlap_policy, catchup_policy, catchup_max, jitter_seconds,
+const PLAN_COLUMNS = Prisma.sql`id, application_id, name, status::text AS status, kind::text AS kind, cron_expression, time_zone,
+  interval_seconds, run_at, definition_version, overlap_policy, catchup_policy, catchup_max, jitter_seconds,
   plan_anchor, next_tick_at, next_run_at, created_at, updated_at`;
+const COLUMNS = Prisma.sql`${PLAN_COLUMNS}, definition`;
 
-const fromRaw = (r: RawSchedule): ScheduleRecord => ({
+const planFromRaw = (r: Omit<RawSchedule, 'definition'>): SchedulePlanRecord => ({
   id: Number(r.id),
   applicationId: r.application_id,
   name: r.name,
@@ -93,7 +100,6 @@ const fromRaw = (r: RawSchedule): ScheduleRecord => ({
   timeZone: r.time_zone,
   intervalSeconds: r.interval_seconds,
   runAt: r.run_at,
-  definition: r.definition,
   definitionVersion: r.definition_version,
   overlapPolicy: r.overlap_policy,
   catchupPolicy: r.catchup_policy,
@@ -106,6 +112,8 @@ const fromRaw = (r: RawSchedule): ScheduleRecord => ({
   updatedAt: r.updated_at,
 });
 
+const fromRaw = (r: RawSchedule): ScheduleRecord => ({ ...planFromRaw(r), definition: r.definition });
+
 /** Locks the application's schedule of that name (case-insensitive) for the rest of the transaction. */
 export async function lockScheduleByName(tx: DbOrTx, applicationId: number, name: string): Promise<ScheduleRecord | null> {
   const rows = await tx.$queryRaw<RawSchedule[]>`
@@ -113,32 +121,43 @@ export async function lockScheduleByName(tx: DbOrTx, applicationId: number, name
   return rows[0] ? fromRaw(rows[0]) : null;
 }
 
-/** Locks one schedule; with skipLocked, null when another transaction holds it. */
-export async function lockSchedule(tx: DbOrTx, scheduleId: number, skipLocked: boolean): Promise<ScheduleRecord | null> {
+/** Locks one schedule, without its definition; with skipLocked, null when another transaction holds it. */
+export async function lockSchedule(tx: DbOrTx, scheduleId: number, skipLocked: boolean): Promise<SchedulePlanRecord | null> {
   const id = BigInt(scheduleId);
   const rows = skipLocked
-    ? await tx.$queryRaw<RawSchedule[]>`SELECT ${COLUMNS} FROM schedules WHERE id = ${id} FOR UPDATE SKIP LOCKED`
-    : await tx.$queryRaw<RawSchedule[]>`SELECT ${COLUMNS} FROM schedules WHERE id = ${id} FOR UPDATE`;
-  return rows[0] ? fromRaw(rows[0]) : null;
+    ? await tx.$queryRaw<RawSchedule[]>`SELECT ${PLAN_COLUMNS} FROM schedules WHERE id = ${id} FOR UPDATE SKIP LOCKED`
+    : await tx.$queryRaw<RawSchedule[]>`SELECT ${PLAN_COLUMNS} FROM schedules WHERE id = ${id} FOR UPDATE`;
+  return rows[0] ? planFromRaw(rows[0]) : null;
+}
+
+/**
+ * The stored definition of a schedule, read when a tick creates its pipeline. Under the row lock
+ * of lockDueSchedules or lockSchedule it is the definition the plan was locked with (a PUT takes
+ * the same lock before it writes).
+ */
+export async function scheduleDefinition(tx: DbOrTx, scheduleId: number): Promise<Prisma.JsonValue | null> {
+  const rows = await tx.$queryRaw<{ definition: Prisma.JsonValue }[]>`SELECT definition FROM schedules WHERE id = ${BigInt(scheduleId)}`;
+  return rows[0]?.definition ?? null;
 }
 
 /**
  * Locks up to `limit` Active schedules that are due (nextRunAt <= now), earliest first, skipping
  * rows another scheduler replica holds: replicas share the due schedules without waiting on each
  * other. `exclude` lists schedules the caller gave up on for now; `only` restricts the choice.
+ * Definitions stay in the table: a batch of 50 could otherwise hold 50 × ~30 MB.
  */
 export async function lockDueSchedules(
   tx: DbOrTx,
   now: Date,
   options: { limit: number; exclude?: readonly number[]; only?: readonly number[] },
-): Promise<ScheduleRecord[]> {
+): Promise<SchedulePlanRecord[]> {
   const excluded = (options.exclude ?? []).map((id) => BigInt(id));
   const only = options.only ? Prisma.sql`AND id = ANY(${options.only.map((id) => BigInt(id))}::bigint[])` : Prisma.empty;
   const rows = await tx.$queryRaw<RawSchedule[]>`
-    SELECT ${COLUMNS} FROM schedules
+    SELECT ${PLAN_COLUMNS} FROM schedules
     WHERE status = 'Active' AND next_run_at <= ${now} AND NOT (id = ANY(${excluded}::bigint[])) ${only}
     ORDER BY next_run_at LIMIT ${options.limit} FOR UPDATE SKIP LOCKED`;
-  return rows.map(fromRaw);
+  return rows.map(planFromRaw);
 }
 
 /** Writes the advanced plans of many schedules in one statement. */

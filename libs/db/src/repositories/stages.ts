@@ -9,7 +9,8 @@ export async function cancelUnfinishedStages(tx: DbOrTx, pipelineId: number, now
   // Lock order everywhere: pipeline, then stage, then execution (lease and result paths agree).
   await tx.stage.updateMany({
     where: { pipelineId: pid, status: { in: UNFINISHED } },
-    data: { status: 'Cancelled', finishedAt: now },
+    // A cancelled retry will not happen: nextRetryAt applies only while RetryScheduled (addendum §4).
+    data: { status: 'Cancelled', finishedAt: now, nextRetryAt: null },
   });
   await tx.stageExecution.updateMany({
     where: { endedAt: null, stage: { pipelineId: pid } },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RetryPolicy } from './retry.js';
-import { applyFailure } from './failure.js';
+import { applyFailure, nextRetryAtOf } from './failure.js';
+import { STAGE_STATUSES } from '../statuses.js';
 
 const NOW = new Date('2025-03-01T12:00:00.123Z');
 const policy = (p: Partial<RetryPolicy> = {}): RetryPolicy => ({
@@ -81,5 +82,19 @@ describe('applying a failure (addendum §7, §10)', () => {
     expect(Number.isNaN(out.nextRetryAt?.getTime())).toBe(false);
     const jittered = applyFailure(policy({ maxRetries: 5000, jitter: true }), { retryAttempt: 2000, failureCount: 0 }, { errorCode: null, retryable: null }, NOW, () => 0);
     expect(Number.isNaN(jittered.nextRetryAt?.getTime())).toBe(false);
+  });
+});
+
+describe('nextRetryAt (addendum §4: null until it applies; §7: leaving RetryScheduled clears it)', () => {
+  const at = new Date('2030-01-01T00:00:30.000Z');
+
+  it('is the scheduled time while the stage is RetryScheduled', () => {
+    expect(nextRetryAtOf('RetryScheduled', at)).toEqual(at);
+  });
+
+  it('is null in every other status, whatever was stored: a cancelled or throttled retry is no retry', () => {
+    for (const status of STAGE_STATUSES.filter((s) => s !== 'RetryScheduled')) {
+      expect(nextRetryAtOf(status, at), status).toBeNull();
+    }
   });
 });

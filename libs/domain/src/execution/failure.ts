@@ -1,3 +1,4 @@
+import type { StageStatus } from '../statuses.js';
 import type { FailureInput, RetryPolicy } from './retry.js';
 import { isRetryEligible, retryDelayMs } from './retry.js';
 
@@ -64,4 +65,13 @@ export function applyFailure(
     nextRetryAt: null,
     finishedAt: new Date(at),
   };
+}
+
+/**
+ * §4, §7: `nextRetryAt` names a retry that will happen, so it exists only while the stage is
+ * RetryScheduled. Whatever moves a stage on (the retry falls due and the stage is dispatched or
+ * Throttled at the cap, the pipeline is cancelled) leaves no retry behind: null.
+ */
+export function nextRetryAtOf(status: StageStatus, nextRetryAt: Date | null): Date | null {
+  return status === 'RetryScheduled' ? nextRetryAt : null;
 }

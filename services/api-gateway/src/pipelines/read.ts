@@ -1,7 +1,9 @@
+import type { StageLogPage } from '@po/contracts';
 import { Forbidden, NotFound } from '@po/domain';
-import { readPipeline, readPipelineByKey } from '@po/db';
+import { readPipeline, readPipelineByKey, readStageLogPage } from '@po/db';
 import type { Deps } from '../deps.js';
-import { pipelineResponse, type PipelineResponse } from './view.js';
+import { encodeLogCursor, readLogCursor, verifyLogCursor, type LogListing } from './log-cursor.js';
+import { pipelineResponse, stageLog, type PipelineResponse } from './view.js';
 
 /** GET /pipelines/{id}: 403 for another application's pipeline, as api-spec says for this route. */
 export async function getPipeline(deps: Deps, applicationId: number, pipelineId: number): Promise<PipelineResponse> {
@@ -16,4 +18,27 @@ export async function getPipelineByIdempotencyKey(deps: Deps, applicationId: num
   const bound = await readPipelineByKey(deps.sql, applicationId, key);
   if (!bound) throw new NotFound('No pipeline for this application and idempotency key.');
   return pipelineResponse(bound.pipeline);
+}
+
+/**
+ * GET /pipelines/{pipelineId}/stages/{stageId}/logs: every log of the stage, by created then id,
+ * a page at a time (decision 0084). A stage outside the application's pipeline is a 404 (a new
+ * route, so it answers like the other application-scoped reads and says nothing about other
+ * applications). The cursor's structure is checked first (400), its origin after existence; the
+ * page read with the position it claims is only used once the cursor proved to be this listing's.
+ */
+export async function listStageLogsPage(
+  deps: Deps,
+  listing: LogListing,
+  query: { cursor: string | undefined; limit: number },
+): Promise<StageLogPage> {
+  const cursor = readLogCursor(query.cursor);
+  const page = await readStageLogPage(deps.sql, listing, { ...(cursor ? { after: cursor.position } : {}), limit: query.limit });
+  if (!page) throw new NotFound(`Stage ${listing.stageId} of pipeline ${listing.pipelineId} not found.`);
+  verifyLogCursor(listing, cursor);
+  const last = page.logs[page.logs.length - 1];
+  return {
+    items: page.logs.map(stageLog),
+    nextCursor: page.more && last ? encodeLogCursor(listing, last) : null,
+  };
 }

@@ -1,5 +1,5 @@
-import { REDACTED, isTerminalPipeline, isTerminalStage, normaliseOptions, type StageOptions } from '@po/domain';
-import type { PipelineRecord, StageRecord } from '@po/db';
+import { REDACTED, isTerminalPipeline, isTerminalStage, nextRetryAtOf, normaliseOptions, type StageOptions } from '@po/domain';
+import type { PipelineRecord, StageLogRecord, StageRecord } from '@po/db';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -51,19 +51,14 @@ function stageResponse(s: StageRecord, next: StageRecord | null) {
     createdAt: s.createdAt.toISOString(),
     finishedAt: iso(s.finishedAt),
     startedAt: iso(s.startedAt),
-    nextRetryAt: iso(s.nextRetryAt),
+    nextRetryAt: iso(nextRetryAtOf(s.status, s.nextRetryAt)),
     output: s.output,
     input: s.input,
     isSkipped: s.status === 'Skipped',
     isEvent: s.isEvent,
     nextStageId: next ? Number(next.id) : null,
-    logs: s.logs.map((l) => ({
-      id: Number(l.id),
-      stageId: Number(l.stageId),
-      message: l.message,
-      logLevel: l.logLevel,
-      created: l.created.toISOString(),
-    })),
+    logs: s.logs.map(stageLog),
+    logsTruncated: s.logsTruncated,
     options: storedOptions(s.options),
     failureCount: s.failureCount,
     lastFailedAt: iso(s.lastFailedAt),
@@ -76,7 +71,18 @@ function stageResponse(s: StageRecord, next: StageRecord | null) {
   };
 }
 
-type StageRow = Omit<StageRecord, 'logs'>;
+/** StageLog (addendum §4): `id` and `stageId` always present. */
+export function stageLog(l: StageLogRecord) {
+  return {
+    id: Number(l.id),
+    stageId: Number(l.stageId),
+    message: l.message,
+    logLevel: l.logLevel,
+    created: l.created.toISOString(),
+  };
+}
+
+type StageRow = Omit<StageRecord, 'logs' | 'logsTruncated'>;
 
 /** StageDto of an append response (api-spec): optional fields always present. */
 export function stageDto(s: StageRow, next: StageRow | null) {

@@ -4,10 +4,11 @@ import {
   insertPipeline,
   insertRun,
   oldestQueuedRun,
+  scheduleDefinition,
   settleRun,
   type DbOrTx,
   type NewRun,
-  type ScheduleRecord,
+  type SchedulePlanRecord,
   type ScheduleRunStatus,
 } from '@po/db';
 import { decideOverlap, planPipeline, type OverlapPolicy, type PipelineDefinitionInput } from '@po/domain';
@@ -20,7 +21,13 @@ import type { Announcement } from './deps.js';
  */
 export interface FireContext {
   tx: DbOrTx;
-  schedule: ScheduleRecord;
+  schedule: SchedulePlanRecord;
+  /**
+   * The schedule's definition, read by the first tick that creates a pipeline and kept for its
+   * other ticks. It lives as long as this context, one schedule of the batch, so a fire
+   * transaction holds at most one definition at a time.
+   */
+  definition?: unknown;
   /** The instant the transaction handles ticks at (due, missed, run createdAt). */
   now: Date;
   /** Read when a pipeline is written: its createdAt is when it was created, not when the batch began. */
@@ -49,8 +56,9 @@ const firstLine = (err: unknown): string => (err instanceof Error ? (err.message
  */
 async function createPipeline(ctx: FireContext): Promise<Creation> {
   const { schedule, tx } = ctx;
+  ctx.definition ??= await scheduleDefinition(tx, schedule.id);
   const now = ctx.clock();
-  const planned = planPipeline(schedule.definition as unknown as PipelineDefinitionInput, { applicationId: schedule.applicationId, scheduleId: schedule.id });
+  const planned = planPipeline(ctx.definition as PipelineDefinitionInput, { applicationId: schedule.applicationId, scheduleId: schedule.id });
   if (!planned.ok) return { ok: false, reason: `creation_failed: ${planned.errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
   let pipelineId: number;
   if (ctx.guarded) {

@@ -48,6 +48,8 @@ export interface FireOptions {
  * tick) of runs is the second guard, so a tick fires at most once even on a stale plan; the runs,
  * their pipelines, the cancellations of Replace and the advanced plans (planAnchor, nextTickAt,
  * nextRunAt) commit together, and events are published after commit. Null when nothing is due.
+ * The batch is locked without definitions; each schedule reads its own when a tick creates a
+ * pipeline, so a transaction holds one definition at a time, not `limit` of them.
  */
 export async function fireDueSchedules(deps: SchedulerDeps, options: FireOptions): Promise<FireResult[] | null> {
   const now = deps.clock();
