@@ -45,7 +45,7 @@ describe('one trace per pipeline, and metrics that move', () => {
       NODE_OPTIONS: '--import @po/telemetry/register',
       OTEL_SERVICE_NAME: 'example-worker',
     });
-    for (const s of cluster.services) before.set(s.name, await scrape(s.url));
+    for (const s of cluster.services) before.set(s.name, await scrape(s.metricsUrl));
   }, 120_000);
 
   afterAll(async () => {
@@ -196,7 +196,7 @@ describe('one trace per pipeline, and metrics that move', () => {
     const put = await api('PUT', '/schedules/metrics-once', { kind: 'Once', runAt, definition: { name: 'scheduled', stages: [{ stageName: 's', stageHandlerName: 'echo', input: 'tick' }] } });
     expect(put.status).toBe(201);
 
-    const url = (name: string) => cluster.process(name).url;
+    const url = (name: string) => cluster.process(name).metricsUrl;
     const moved = (service: string, after: Sample[], name: string, labels: Record<string, string> = {}) =>
       metricValue(after, name, labels) - metricValue(before.get(service) ?? [], name, labels);
     const queue = `app_${applicationId}_echo_StageNext`;

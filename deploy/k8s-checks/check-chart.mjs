@@ -5,13 +5,15 @@
 //      with tsc; the Gateway API and Envoy Gateway objects against deploy/k8s-checks/types), with
 //      deliberately broken documents that must fail, so the check cannot pass vacuously;
 //   3. the facts that matter: five services with probes, drain and secrets by reference, the
-//      migration hook, the routing table of the one base URL, the sticky rule of each mode;
+//      migration hook, the routing table of the one base URL, the sticky rule of each mode, and
+//      what is exposed to whom (exposure.mjs: metrics ports, NetworkPolicy, bodies, TLS);
 //   4. bad values fail at render time (values.schema.json and the chart's own checks).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { checkExposure } from './exposure.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CHART = join(ROOT, 'helm', 'pipeline-orchestration');
@@ -43,13 +45,27 @@ const VALUE_SETS = {
     imagePullSecrets: [{ name: 'regcred' }],
     services: allServices({ autoscaling: { enabled: true, minReplicas: 2, maxReplicas: 5, targetCPUUtilizationPercentage: 60 } }),
     ingress: { host: 'po.example.com', tlsSecretName: 'po-tls', annotations: { 'cert-manager.io/cluster-issuer': 'letsencrypt' } },
-    config: { WORKER_BROKER_HANDOUT: true, GATEWAY_VISIBILITY_TIMEOUT: 30, LOG_LEVEL: 'warn' },
+    config: { WORKER_BROKER_HANDOUT: true, WORKER_BROKER_HANDOUT_ACK: 'tenants-share-redis', GATEWAY_VISIBILITY_TIMEOUT: 30, LOG_LEVEL: 'warn' },
     workerBrokerSecret: { name: 'po-broker', key: 'url' },
     nodeSelector: { 'kubernetes.io/os': 'linux' },
     tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'po', effect: 'NoSchedule' }],
     podAnnotations: { 'prometheus.io/scrape': 'false' },
     serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/po' } },
   },
+  'netpol-tls-monitoring': {
+    networkPolicy: {
+      enabled: true,
+      ingressController: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'edge' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'ingress-nginx' } } },
+      extraGatewaySources: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'workers' } } }],
+    },
+    database: { urlSecret: { name: 'po-db', key: 'DATABASE_URL' }, caCert: { configMapName: 'po-db-ca', key: 'root.pem' } },
+    migrations: { enabled: true, urlSecret: { name: 'po-db-owner', key: 'url' } },
+    services: { 'api-gateway': { metricsPort: 9464 } },
+    ingress: { annotations: { 'nginx.ingress.kubernetes.io/proxy-body-size': '64m' } },
+    metrics: { serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } }, prometheusRule: { enabled: true } },
+    config: { GATEWAY_MAX_INFLIGHT_PER_APP: 32, GATEWAY_MAX_WAITING_PER_APP: 64, GATEWAY_MAX_INFLIGHT_BYTES: 33554432, GATEWAY_MAX_FETCHERS: 256, RETENTION_PIPELINES_DAYS: 0 },
+  },
+  'tls-ca-secret': { database: { urlSecret: { name: 'po-db', key: 'DATABASE_URL' }, caCert: { secretName: 'po-db-ca', key: 'ca.crt' } } },
   minimal: {
     ingress: { enabled: false },
     migrations: { enabled: false },
@@ -71,7 +87,13 @@ const BAD_VALUES = {
   'grace period shorter than the drain (chart check)': [{ terminationGracePeriodSeconds: 12 }, /terminationGracePeriodSeconds/],
   'no stickiness with two worker-gateways (chart check)': [{ workerRouting: { sticky: 'none' } }, /sticky is none/],
   'Gateway API without a Gateway (chart check)': [{ ingress: { enabled: false }, gatewayApi: { enabled: true } }, /parentRefs/],
-  'broker hand-out without its Secret (chart check)': [{ config: { WORKER_BROKER_HANDOUT: true } }, /workerBrokerSecret/],
+  'broker hand-out without its Secret (chart check)': [{ config: { WORKER_BROKER_HANDOUT: true, WORKER_BROKER_HANDOUT_ACK: 'tenants-share-redis' } }, /workerBrokerSecret/],
+  'broker hand-out without the acknowledgement (chart check)': [{ config: { WORKER_BROKER_HANDOUT: true }, workerBrokerSecret: { name: 'po-broker', key: 'url' } }, /WORKER_BROKER_HANDOUT_ACK=tenants-share-redis/],
+  'broker hand-out acknowledged loosely (schema enum)': [{ config: { WORKER_BROKER_HANDOUT: true, WORKER_BROKER_HANDOUT_ACK: 'yes' }, workerBrokerSecret: { name: 'po-broker', key: 'url' } }, /WORKER_BROKER_HANDOUT_ACK/],
+  'metrics on the API port (chart check)': [{ services: { 'pipeline-service': { metricsPort: 8082 } } }, /metricsPort must differ from port/],
+  'a CA from a Secret and a ConfigMap at once (chart check)': [{ database: { caCert: { secretName: 'a', configMapName: 'b', key: 'ca.crt' } } }, /caCert/],
+  'a NetworkPolicy source that selects nothing (schema minProperties)': [{ networkPolicy: { enabled: true, ingressController: { namespaceSelector: null, podSelector: null } } }, /ingressController/],
+  'negative retention (schema minimum)': [{ config: { RETENTION_WORKER_EVENTS_DAYS: -1 } }, /RETENTION_WORKER_EVENTS_DAYS/],
 };
 
 /** Where each rendered kind's schema comes from (a type in a .d.ts, imported by the typecheck). */
@@ -84,6 +106,9 @@ const SCHEMAS = {
   'policy/v1/PodDisruptionBudget': ['kubernetes-types/policy/v1', 'PodDisruptionBudget'],
   'autoscaling/v2/HorizontalPodAutoscaler': ['kubernetes-types/autoscaling/v2', 'HorizontalPodAutoscaler'],
   'networking.k8s.io/v1/Ingress': ['kubernetes-types/networking/v1', 'Ingress'],
+  'networking.k8s.io/v1/NetworkPolicy': ['kubernetes-types/networking/v1', 'NetworkPolicy'],
+  'monitoring.coreos.com/v1/ServiceMonitor': ['../../deploy/k8s-checks/types/prometheus-operator.mjs', 'ServiceMonitor'],
+  'monitoring.coreos.com/v1/PrometheusRule': ['../../deploy/k8s-checks/types/prometheus-operator.mjs', 'PrometheusRule'],
   'gateway.networking.k8s.io/v1/HTTPRoute': ['../../deploy/k8s-checks/types/gateway-api.mjs', 'HTTPRoute'],
   'gateway.envoyproxy.io/v1alpha1/BackendTrafficPolicy': ['../../deploy/k8s-checks/types/envoy-gateway.mjs', 'BackendTrafficPolicy'],
 };
@@ -155,7 +180,14 @@ function brokenDocuments(docs) {
     metadata: { name: 'x' },
     spec: { loadBalancer: { type: 'ConsistentHash', consistentHash: { type: 'Header', header: { nam: 'x' } } } },
   };
-  return [deployment, ingress, pdb, job, route, policy].map((doc) => ({
+  const networkPolicy = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'x' },
+    spec: { podSelector: {}, ingress: [{ form: [{ podSelector: {} }] }] }, // misspelled `from`
+  };
+  const monitor = { apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: 'x' }, spec: { selector: {}, endpoints: [{ port: 'metrics', scrapeInterval: '30s' }] } };
+  return [deployment, ingress, pdb, job, route, policy, networkPolicy, monitor].map((doc) => ({
     doc,
     as: doc.apiVersion === 'policy/v1beta1' ? 'policy/v1/PodDisruptionBudget' : `${doc.apiVersion}/${doc.kind}`,
   }));
@@ -314,7 +346,8 @@ function checkFacts(set, values, { docs, text, notes }) {
     check(set, /before-hook-creation/.test(job?.metadata.annotations?.['helm.sh/hook-delete-policy'] ?? ''), 'the migration Job is not replaced on the next release');
     const c = job?.spec.template.spec.containers[0];
     check(set, JSON.stringify(c?.args) === '["migrate","deploy"]', 'the migration Job does not run `migrate deploy`');
-    check(set, c && envOf(c).DATABASE_URL?.valueFrom?.secretKeyRef && !c.envFrom, 'the migration Job must read DATABASE_URL from the Secret and nothing the release creates later');
+    const jobEnv = c ? envOf(c) : {};
+    check(set, c && (jobEnv.DATABASE_URL ?? jobEnv.MIGRATION_DATABASE_URL)?.valueFrom?.secretKeyRef && !c.envFrom, 'the migration Job must read its database URL from a Secret and nothing the release creates later');
     check(set, job?.spec.template.spec.serviceAccountName === undefined, 'the migration Job uses a ServiceAccount created after the hook');
   } else check(set, jobs.length === 0, 'migration Job rendered while migrations.enabled=false');
 
@@ -336,7 +369,6 @@ function checkFacts(set, values, { docs, text, notes }) {
     check(set, sticky === 'cookie' ? a['nginx.ingress.kubernetes.io/affinity'] === 'cookie' && a['nginx.ingress.kubernetes.io/session-cookie-name'] : a['nginx.ingress.kubernetes.io/affinity'] === undefined, `affinity annotations wrong in mode ${sticky}`);
     const apiA = apiIngress?.metadata.annotations ?? {};
     check(set, !apiA['nginx.ingress.kubernetes.io/upstream-hash-by'] && !apiA['nginx.ingress.kubernetes.io/affinity'], 'the api-gateway Ingress carries sticky annotations');
-    check(set, a['nginx.ingress.kubernetes.io/proxy-body-size'] === configMap?.data?.API_MAX_BODY_BYTES, 'proxy-body-size does not follow API_MAX_BODY_BYTES');
   }
   if (gatewayOn) {
     const wr = named(docs, 'HTTPRoute', `${RELEASE}-pipeline-orchestration-workers`);
@@ -350,6 +382,8 @@ function checkFacts(set, values, { docs, text, notes }) {
   // NOTES tell the operator how to create an application key.
   check(set, notes.includes('node services/api-gateway/dist/admin/cli.js apps create --name NAME'), 'NOTES.txt lacks the admin command');
   check(set, notes.includes(`workerRouting.sticky=${sticky}`), 'NOTES.txt does not name the sticky mode');
+
+  checkExposure({ values, docs, notes, release: RELEASE, namespace: NAMESPACE, svcName, check: (ok, msg) => check(set, ok, msg) });
 }
 
 // ---- run
@@ -378,11 +412,14 @@ if (rendered.default) {
 // services.*.extraEnv): reported, not failed, so a new setting does not break everyone's build.
 {
   const chartValues = parseAllDocuments(readFileSync(join(CHART, 'values.yaml'), 'utf8'))[0].toJS();
-  const notConfig = new Set(['HOST', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'WORKER_BROKER_CONNECTION_STRING', 'APP_VERSION', 'GIT_COMMIT', 'BUILT_AT']);
+  // Set per container or from Secrets and volumes, not through config:.
+  const notConfig = new Set(['HOST', 'PORT', 'METRICS_PORT', 'DATABASE_URL', 'DATABASE_CA_FILE', 'REDIS_URL', 'WORKER_BROKER_CONNECTION_STRING', 'APP_VERSION', 'GIT_COMMIT', 'BUILT_AT']);
   const sources = [join(ROOT, 'libs', 'config', 'src', 'common.ts'), ...SERVICES.map((s) => join(ROOT, 'services', s, 'src', 'config.ts'))];
-  const read = new Set(sources.flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/\.(?:int|str|bool|url|oneOf)\('([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1])));
+  const read = new Set(sources.flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/\.(?:int|str|bool|url|oneOf|file)\('([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1])));
   const settings = [...read].filter((name) => !notConfig.has(name));
-  const missing = settings.filter((name) => !(name in chartValues.config));
+  // A setting left to the service's default is carried when the schema types it (config: may set it).
+  const typed = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')).properties.config.properties;
+  const missing = settings.filter((name) => !(name in chartValues.config) && !(name in typed));
   console.log(missing.length ? `  WARNING: settings read by the services but not in the chart's config: ${missing.join(', ')} (add them to values.yaml and values.schema.json)` : `  config: all ${settings.length} settings the services read are in the chart's values`);
 }
 

@@ -1,6 +1,7 @@
 // Types of nginx.mjs for the TypeScript end-to-end tests.
 export const CHART_VALUES: string;
 export const WORKER_LOCATIONS: string[];
+export const BODY_RULE: Record<string, { directive: string; value: string }>;
 
 export function findNginx(): string | null;
 export function ensureNginx(options?: { install?: boolean; log?: (line: string) => void }): { nginx: string | null; reason: string | null };
@@ -11,7 +12,6 @@ export function nginxConfig(options: {
   port: number;
   hashOn: string | null;
   prefix: string;
-  maxBodyBytes?: number;
 }): string;
 
 export interface NginxFront {

@@ -34,6 +34,17 @@ export const WORKER_LOCATIONS = [
   '^/stages/[0-9]+/result$',
 ];
 
+/**
+ * Request bodies: the chart's Ingress annotations (templates/_helpers.tpl po.ingressBodyRule) in
+ * nginx's own terms; deploy/k8s-checks checks that both say the same. No proxy limit and no
+ * spooling: the services refuse an oversized body with a problem+json 413 that clients can read,
+ * where nginx's own limit answers an HTML page.
+ */
+export const BODY_RULE = {
+  'nginx.ingress.kubernetes.io/proxy-body-size': { directive: 'client_max_body_size', value: '0' },
+  'nginx.ingress.kubernetes.io/proxy-request-buffering': { directive: 'proxy_request_buffering', value: 'off' },
+};
+
 /** The nginx binary on PATH or in /usr/sbin, or null. */
 export function findNginx() {
   const dirs = [
@@ -141,7 +152,6 @@ export function nginxConfig({
   port,
   hashOn,
   prefix,
-  maxBodyBytes = 33554432,
 }) {
   if (hashOn != null && !/^\$[a-z0-9_]+$/.test(hashOn))
     throw new Error(
@@ -170,7 +180,9 @@ http {
   fastcgi_temp_path ${prefix}/fastcgi;
   uwsgi_temp_path ${prefix}/uwsgi;
   scgi_temp_path ${prefix}/scgi;
-  client_max_body_size ${maxBodyBytes};
+${Object.values(BODY_RULE)
+  .map(({ directive, value }) => `  ${directive} ${value};`)
+  .join('\n')}
   upstream api_gateway {
 ${servers(apiUrls)}
     keepalive 16;

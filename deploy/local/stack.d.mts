@@ -3,6 +3,7 @@ export type ServiceName = 'api-gateway' | 'worker-gateway' | 'pipeline-service' 
 
 export const ROOT: string;
 export const DEFAULT_PORTS: Record<ServiceName, number>;
+export const DEFAULT_METRICS_PORTS: Record<ServiceName, number>;
 
 export interface StartedStack {
   urls: Partial<Record<ServiceName, string>>;
@@ -16,6 +17,8 @@ export function startStack(options?: {
   env?: Record<string, string | undefined>;
   log?: (line: string) => void;
   ports?: Partial<Record<ServiceName, number>>;
+  /** METRICS_PORT per service; default: the service's own when its API port is the default, else any free port. */
+  metricsPorts?: Partial<Record<ServiceName, number>>;
   root?: string;
   readyTimeoutMs?: number;
   stopTimeoutMs?: number;

@@ -19,6 +19,14 @@ export const DEFAULT_PORTS = {
   'scheduler-service': 8083,
   'result-consumer': 8084,
 };
+/** GET /metrics of each service: a port of its own (METRICS_PORT), the services' defaults. */
+export const DEFAULT_METRICS_PORTS = {
+  'api-gateway': 9080,
+  'worker-gateway': 9081,
+  'pipeline-service': 9082,
+  'scheduler-service': 9083,
+  'result-consumer': 9084,
+};
 const COLORS = [36, 33, 35, 32, 34];
 
 /** GET url; resolves with the status code, or with the error code when nothing answers. */
@@ -54,6 +62,7 @@ export async function startStack({
   env = process.env,
   log = (line) => console.log(line),
   ports = {},
+  metricsPorts = {},
   root = ROOT,
   readyTimeoutMs = 60_000,
   stopTimeoutMs = 15_000,
@@ -67,8 +76,13 @@ export async function startStack({
   if (unbuilt.length) throw new Error(`not built (run npm run build): ${unbuilt.join(', ')}`);
 
   const urls = {};
-  for (const name of services)
+  const metricsPortOf = {};
+  for (const name of services) {
     urls[name] = `http://127.0.0.1:${ports[name] ?? DEFAULT_PORTS[name]}`;
+    // A stack moved off the default API ports (tests) must not collide with one on the defaults:
+    // its metrics then listen on any free port unless told otherwise.
+    metricsPortOf[name] = metricsPorts[name] ?? (ports[name] === undefined ? DEFAULT_METRICS_PORTS[name] : 0);
+  }
   const width = Math.max(...services.map((name) => name.length)) + 2;
   const live = new Map(); // name -> child, while it runs
   const closed = []; // resolve once each child has exited and its output is drained
@@ -82,7 +96,7 @@ export async function startStack({
   services.forEach((name, i) => {
     const child = spawn(process.execPath, [mainOf(name)], {
       cwd: root,
-      env: { ...env, PORT: new URL(urls[name]).port },
+      env: { ...env, PORT: new URL(urls[name]).port, METRICS_PORT: String(metricsPortOf[name]) },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // a terminal Ctrl-C reaches only us; we stop them with SIGTERM
     });
@@ -247,7 +261,10 @@ function banner(urls, app) {
     urls['api-gateway'] && `   API             ${urls['api-gateway']}`,
     urls['worker-gateway'] && `   Worker gateway  ${urls['worker-gateway']}`,
     '   Health:',
-    ...Object.entries(urls).map(([name, url]) => `     ${name.padEnd(18)} ${url}/healthz  /readyz`),
+    ...Object.entries(urls).map(
+      ([name, url]) =>
+        `     ${name.padEnd(18)} ${url}/healthz  /readyz   metrics: http://127.0.0.1:${DEFAULT_METRICS_PORTS[name]}/metrics`,
+    ),
     app
       ? `   Demo application: applicationId ${app.applicationId}, API key ${app.apiKey}`
       : '   Demo application: none (--no-demo, or creating it failed)',

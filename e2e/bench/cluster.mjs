@@ -185,7 +185,7 @@ export async function startBenchCluster({
         : [];
       const child = spawn(process.execPath, [...profile, `services/${service}/dist/main.js`], {
         cwd: ROOT,
-        env: { ...env, PORT: String(port) },
+        env: { ...env, PORT: String(port), METRICS_PORT: String(await freePort()) },
         stdio: ['ignore', out, 'inherit'],
       });
       closeSync(out);

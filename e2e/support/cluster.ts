@@ -44,7 +44,9 @@ export async function startCluster(options: ClusterOptions = {}) {
   };
   const services: ManagedProcess[] = [];
   for (const [name, count] of Object.entries(counts) as [ServiceName, number][]) {
-    for (let i = 0; i < count; i += 1) services.push(serviceProcess(name, env, await freePort(), count > 1 ? `${name}-${i + 1}` : name));
+    for (let i = 0; i < count; i += 1) {
+      services.push(serviceProcess(name, env, await freePort(), count > 1 ? `${name}-${i + 1}` : name, await freePort()));
+    }
   }
   services.forEach((s) => s.start());
   try {

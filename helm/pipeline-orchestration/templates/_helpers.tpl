@@ -76,8 +76,21 @@ depends on them, so `helm template` and `helm install` fail with one clear messa
 {{- if le (int .Values.terminationGracePeriodSeconds) (int $drainSeconds) -}}
 {{- fail (printf "terminationGracePeriodSeconds (%d) must be longer than preStopSleepSeconds + SHUTDOWN_TIMEOUT_MS (%d s), or pods are killed mid-drain" (int .Values.terminationGracePeriodSeconds) (int $drainSeconds)) -}}
 {{- end -}}
+{{- if and .Values.config.WORKER_BROKER_HANDOUT (ne (toString (.Values.config.WORKER_BROKER_HANDOUT_ACK | default "")) "tenants-share-redis") -}}
+{{- fail "config.WORKER_BROKER_HANDOUT is true: every application's workers would receive the shared Redis credential, with which any tenant can read and change every other tenant's queues and results. Set config.WORKER_BROKER_HANDOUT_ACK=tenants-share-redis to accept that, or leave the hand-out off" -}}
+{{- end -}}
 {{- if and .Values.config.WORKER_BROKER_HANDOUT (not .Values.workerBrokerSecret.name) -}}
 {{- fail "config.WORKER_BROKER_HANDOUT is true: set workerBrokerSecret.name (the Secret holding WORKER_BROKER_CONNECTION_STRING)" -}}
+{{- end -}}
+{{- with .Values.database.caCert -}}
+{{- if and .secretName .configMapName -}}
+{{- fail "database.caCert: set secretName or configMapName, not both" -}}
+{{- end -}}
+{{- end -}}
+{{- range $service, $s := .Values.services -}}
+{{- if eq (int $s.port) (int $s.metricsPort) -}}
+{{- fail (printf "services.%s: metricsPort must differ from port (GET /metrics is served on its own port only)" $service) -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.gatewayApi.enabled (not .Values.gatewayApi.parentRefs) -}}
 {{- fail "gatewayApi.enabled: set gatewayApi.parentRefs (the Gateway the HTTPRoutes attach to)" -}}
@@ -92,4 +105,58 @@ depends on them, so `helm template` and `helm install` fail with one clear messa
 {{/* The header named by workerRouting.hashBy ($http_x_worker_session -> x-worker-session). */}}
 {{- define "po.hashHeader" -}}
 {{- .Values.workerRouting.hashBy | trimPrefix "$http_" | replace "_" "-" -}}
+{{- end -}}
+
+{{/* DATABASE_CA_FILE and its volume, when database.caCert names a Secret or a ConfigMap. */}}
+{{- define "po.dbCaPath" -}}/etc/pipeline-orchestration/db-ca/ca.crt{{- end -}}
+
+{{- define "po.dbCaEnv" -}}
+{{- with .Values.database.caCert -}}
+{{- if or .secretName .configMapName -}}
+- name: DATABASE_CA_FILE
+  value: {{ include "po.dbCaPath" . | quote }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "po.dbCaMount" -}}
+{{- with .Values.database.caCert -}}
+{{- if or .secretName .configMapName -}}
+- name: db-ca
+  mountPath: {{ include "po.dbCaPath" . | dir }}
+  readOnly: true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "po.dbCaVolume" -}}
+{{- with .Values.database.caCert -}}
+{{- if .secretName -}}
+- name: db-ca
+  secret:
+    secretName: {{ .secretName }}
+    items:
+      - key: {{ .key }}
+        path: ca.crt
+{{- else if .configMapName -}}
+- name: db-ca
+  configMap:
+    name: {{ .configMapName }}
+    items:
+      - key: {{ .key }}
+        path: ca.crt
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Request bodies through ingress-nginx: no proxy limit and no spooling, so the service answers an
+oversized body itself, from its Content-Length and before reading it, with a problem+json 413 (the
+proxy's own 413 is an HTML page). deploy/local/nginx.mjs (BODY_RULE) mirrors it; decision 0085.
+The same keys in ingress.annotations win (rendered there instead of here).
+*/}}
+{{- define "po.ingressBodyRule" -}}
+{{- $rule := dict "nginx.ingress.kubernetes.io/proxy-body-size" "0" "nginx.ingress.kubernetes.io/proxy-request-buffering" "off" -}}
+{{- range $key, $value := .Values.ingress.annotations | default dict }}{{ $_ := unset $rule $key }}{{ end -}}
+{{- with $rule }}{{ toYaml . }}{{ end -}}
 {{- end -}}

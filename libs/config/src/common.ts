@@ -4,7 +4,17 @@ import type { EnvReader } from './env.js';
 export interface CommonConfig {
   host: string;
   port: number;
+  /**
+   * GET /metrics listens here, apart from the API port, so the Ingress (which routes API ports
+   * only) never exposes it and a NetworkPolicy can open it to Prometheus alone.
+   */
+  metricsPort: number;
   databaseUrl: string;
+  /**
+   * PEM of the CA that signed PostgreSQL's server certificate (DATABASE_CA_FILE), read once at
+   * start-up; when set, connections use TLS and refuse a server that certificate does not verify.
+   */
+  databaseCa: string | null;
   redisUrl: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Key prefix of every BullMQ queue; lets several stacks (or test runs) share one Redis. */
@@ -14,14 +24,20 @@ export interface CommonConfig {
   databasePoolMax: number;
 }
 
-export function commonConfig(env: EnvReader, defaultPort: number): CommonConfig {
+/**
+ * `defaultMetricsPort` defaults to `defaultPort + 1000` (api-gateway 8080 → 9080, …): each service
+ * has its own, so the five run side by side on one machine with no setting.
+ */
+export function commonConfig(env: EnvReader, defaultPort: number, defaultMetricsPort = defaultPort + 1000): CommonConfig {
   return {
     host: env.str('HOST', '127.0.0.1'),
     port: env.int('PORT', defaultPort, { min: 0, max: 65535 }),
+    metricsPort: env.int('METRICS_PORT', defaultMetricsPort, { min: 0, max: 65535 }),
     databaseUrl: env.url('DATABASE_URL', 'postgresql://postgres@127.0.0.1:5432/pipeline_orchestration', [
       'postgres',
       'postgresql',
     ]),
+    databaseCa: env.file('DATABASE_CA_FILE'),
     redisUrl: env.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']),
     logLevel: env.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     queuePrefix: env.str('QUEUE_PREFIX', 'po'),

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 /** Every problem found in the environment, reported together so one restart fixes them all. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -14,6 +16,8 @@ export interface EnvReader {
   bool(name: string, fallback: boolean): boolean;
   url(name: string, fallback: string, protocols: string[]): string;
   oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T;
+  /** The contents of the file the variable names (read now, once), or null when it is unset. */
+  file(name: string): string | null;
   /** Throws ConfigError when any read above failed. */
   done(): void;
 }
@@ -67,6 +71,18 @@ export function envReader(env: Env = process.env): EnvReader {
         return fallback;
       }
       return value as typeof fallback;
+    },
+    file(name) {
+      const path = raw(name);
+      if (path === undefined) return null;
+      try {
+        const text = readFileSync(path, 'utf8');
+        if (text.trim() === '') problems.push(`${name}: ${path} is empty`);
+        return text;
+      } catch (err) {
+        problems.push(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+        return null;
+      }
     },
     done() {
       if (problems.length > 0) throw new ConfigError(problems);

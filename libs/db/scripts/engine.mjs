@@ -2,6 +2,7 @@
 // the pg patches below must never be loaded into an application process. See
 // docs/decisions/0002-prisma-offline-migrations.md.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -27,8 +28,11 @@ pg.Result.prototype.addFields = function (fields) {
 
 const quoteIdent = (name) => `"${name.replaceAll('"', '""')}"`;
 
-/** Discrete pg settings: with `connectionString`, pg lets the URL override `database` (shadow db bug). */
-export function pgConfig(url) {
+/**
+ * Discrete pg settings: with `connectionString`, pg lets the URL override `database` (shadow db bug).
+ * `ca` (DATABASE_CA_FILE's PEM) turns on TLS that verifies the server, as in the services' pools.
+ */
+export function pgConfig(url, ca) {
   let u;
   try {
     u = new URL(url);
@@ -47,7 +51,11 @@ export function pgConfig(url) {
       user: decodeURIComponent(u.username) || 'postgres',
       password: u.password ? decodeURIComponent(u.password) : undefined,
       database: decodeURIComponent(u.pathname.slice(1)) || 'postgres',
-      ssl: sslmode && !['disable', 'allow', 'prefer'].includes(sslmode) ? { rejectUnauthorized: sslmode !== 'require' } : undefined,
+      ssl: ca
+        ? { ca, rejectUnauthorized: true }
+        : sslmode && !['disable', 'allow', 'prefer'].includes(sslmode)
+          ? { rejectUnauthorized: sslmode !== 'require' }
+          : undefined,
     },
     schema,
   };
@@ -149,10 +157,29 @@ function loadWasm() {
   });
 }
 
+/**
+ * Where and how the migrations connect. MIGRATION_DATABASE_URL lets them run as a role of their own
+ * (one that may change the schema, while the services' DATABASE_URL role need not); without it they
+ * use DATABASE_URL. DATABASE_CA_FILE applies to both, as it does in the services.
+ */
+export function migrationSettings(env, defaultUrl) {
+  const url = env.MIGRATION_DATABASE_URL?.trim() || env.DATABASE_URL?.trim() || defaultUrl;
+  const caFile = env.DATABASE_CA_FILE?.trim();
+  let ca;
+  if (caFile) {
+    try {
+      ca = readFileSync(caFile, 'utf8');
+    } catch (err) {
+      throw new Error(`DATABASE_CA_FILE: cannot read ${caFile} (${err.code ?? err.message})`, { cause: err });
+    }
+  }
+  return { url, ca };
+}
+
 /** Opens the engine on `url`; call `close()` when done. */
-export async function openEngine(url, { verbose = false } = {}) {
+export async function openEngine(url, { verbose = false, ca } = {}) {
   await loadWasm();
-  const { config, schema } = pgConfig(url);
+  const { config, schema } = pgConfig(url, ca);
   const factory = new MigrationPg(config, schema ? { schema } : undefined);
   const content = await readFile(schemaPath, 'utf8');
   const log = (line) => {

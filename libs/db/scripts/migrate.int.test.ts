@@ -24,9 +24,13 @@ function migrateOn(databaseUrl: string, ...args: string[]): Promise<{ code: numb
 }
 
 function run(scriptPath: string, databaseUrl: string, ...args: string[]): Promise<{ code: number | null; out: string }> {
+  return runWith(scriptPath, { DATABASE_URL: databaseUrl }, ...args);
+}
+
+function runWith(scriptPath: string, env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [scriptPath, ...args], {
-      env: { ...process.env, DATABASE_URL: databaseUrl },
+      env: { ...process.env, MIGRATION_DATABASE_URL: '', DATABASE_CA_FILE: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -101,6 +105,29 @@ describe('migrate.mjs', () => {
     const unknown = await migrate('bogus');
     expect(unknown.code).not.toBe(0);
     expect(unknown.out).toContain('Unknown command');
+  });
+
+  it('connects with MIGRATION_DATABASE_URL when it is set, not with the services\' DATABASE_URL', async () => {
+    const own = `${database}_own`;
+    const ownUrl = url.replace(`/${database}`, `/${own}`);
+    // A role that does not exist: deploy succeeds only if it never uses this URL.
+    const servicesUrl = Object.assign(new URL(ownUrl), { username: 'po_no_such_role', password: 'x' }).toString();
+    try {
+      const res = await runWith(script, { DATABASE_URL: servicesUrl, MIGRATION_DATABASE_URL: ownUrl }, 'deploy');
+      expect(res.code, res.out).toBe(0);
+      expect(res.out).toContain(`Created database "${own}"`);
+      const fallback = await runWith(script, { DATABASE_URL: servicesUrl }, 'status');
+      expect(fallback.code).toBe(1);
+      expect(fallback.out).toMatch(/denied access|po_no_such_role|authentication/);
+    } finally {
+      await admin(`DROP DATABASE IF EXISTS "${own}" WITH (FORCE)`);
+    }
+  });
+
+  it('stops before connecting when DATABASE_CA_FILE cannot be read', async () => {
+    const res = await runWith(script, { DATABASE_URL: url, DATABASE_CA_FILE: '/nonexistent/po-ca.crt' }, 'status');
+    expect(res.code).toBe(1);
+    expect(res.out).toContain('DATABASE_CA_FILE: cannot read /nonexistent/po-ca.crt (ENOENT)');
   });
 
   it('concurrent deploys create the database once and apply each migration once', async () => {

@@ -10,7 +10,8 @@
 //   node scripts/migrate.mjs status                   exit 1 unless the database is up to date
 //   node scripts/migrate.mjs resolve --applied|--rolled-back NAME
 //
-// DATABASE_URL defaults to postgresql://postgres@127.0.0.1:5432/pipeline_orchestration.
+// MIGRATION_DATABASE_URL (a role of its own for schema changes), else DATABASE_URL, else
+// postgresql://postgres@127.0.0.1:5432/pipeline_orchestration. DATABASE_CA_FILE: verify the server.
 // --verbose prints the engine's log lines.
 import { mkdir, writeFile, access } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -20,9 +21,10 @@ import {
   errorMessage,
   filters,
   lockfileContent,
+  migrationSettings,
   migrationsDir,
   openEngine,
-  pgConfig,
+  pgConfig as pgConfigOf,
   readMigrations,
   root,
 } from './engine.mjs';
@@ -40,11 +42,19 @@ const { values: opts, positionals } = parseArgs({
   },
 });
 const command = positionals[0] ?? 'deploy';
-const url = process.env.DATABASE_URL || DEFAULT_URL;
+let settings;
+try {
+  settings = migrationSettings(process.env, DEFAULT_URL);
+} catch (err) {
+  console.error(`migrate ${command} failed: ${errorMessage(err)}`);
+  process.exit(1);
+}
+const { url, ca } = settings;
+const pgConfig = (target) => pgConfigOf(target, ca);
 const log = (msg) => console.log(msg);
 
 async function withEngine(fn) {
-  const handle = await openEngine(url, { verbose: opts.verbose });
+  const handle = await openEngine(url, { verbose: opts.verbose, ca });
   try {
     return await fn(handle.engine, handle);
   } finally {

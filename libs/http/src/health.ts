@@ -3,25 +3,63 @@ import { sendJson } from './respond.js';
 
 export type ReadinessCheck = () => Promise<unknown>;
 
+export interface HealthOptions {
+  /** A check that has not answered after this long counts as unavailable. */
+  timeoutMs?: number;
+  /**
+   * How long one readiness result is served again. `/readyz` is reachable without credentials
+   * through the public Ingress: with the cache, any number of callers cost at most one PostgreSQL
+   * and one Redis round trip per this period, and callers that arrive while a check runs wait for
+   * that check instead of starting their own.
+   */
+  cacheMs?: number;
+  /** Milliseconds now; for tests. */
+  now?: () => number;
+}
+
+interface Readiness {
+  ready: boolean;
+  checks: Record<string, 'ok' | 'unavailable'>;
+}
+
 /** GET /healthz: the process is up. GET /readyz: every dependency answers (503 otherwise). */
-export function healthRouter(checks: Record<string, ReadinessCheck>, timeoutMs = 2000): Router {
+export function healthRouter(checks: Record<string, ReadinessCheck>, options: HealthOptions = {}): Router {
+  const { timeoutMs = 2000, cacheMs = 1000, now = Date.now } = options;
+  let cached: { result: Readiness; at: number } | undefined;
+  let inFlight: Promise<Readiness> | undefined;
+
+  const readiness = (): Promise<Readiness> => {
+    if (cached && now() - cached.at < cacheMs) return Promise.resolve(cached.result);
+    inFlight ??= checkAll(checks, timeoutMs).then((result) => {
+      cached = { result, at: now() };
+      inFlight = undefined;
+      return result;
+    });
+    return inFlight;
+  };
+
   const router = createRouter();
   router.get('/healthz', (ctx) => sendJson(ctx, 200, { status: 'ok' }));
   router.get('/readyz', async (ctx) => {
-    const results = await Promise.all(
-      Object.entries(checks).map(async ([name, check]) => {
-        try {
-          await withTimeout(check(), timeoutMs);
-          return [name, 'ok'] as const;
-        } catch {
-          return [name, 'unavailable'] as const;
-        }
-      }),
-    );
-    const ready = results.every(([, state]) => state === 'ok');
-    sendJson(ctx, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries(results) });
+    const { ready, checks: states } = await readiness();
+    sendJson(ctx, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks: states });
   });
   return router;
+}
+
+/** Never rejects: a failing or slow check is reported as unavailable. */
+async function checkAll(checks: Record<string, ReadinessCheck>, timeoutMs: number): Promise<Readiness> {
+  const results = await Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        await withTimeout(check(), timeoutMs);
+        return [name, 'ok'] as const;
+      } catch {
+        return [name, 'unavailable'] as const;
+      }
+    }),
+  );
+  return { ready: results.every(([, state]) => state === 'ok'), checks: Object.fromEntries(results) };
 }
 
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -6,13 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, shutdownTracing, startTracing, type SpanLine } from '@po/telemetry';
 import { createHttpApp } from './app.js';
 import { healthRouter } from './health.js';
+import { listenMetrics } from './metrics.js';
 import { sendJson } from './respond.js';
 import { createRouter } from './router.js';
 import { listen, type RunningServer } from './server.js';
 
-// Tracing on (file exporter) for this test file; GET /metrics and the HTTP metrics are always on.
+// Tracing on (file exporter) for this test file; GET /metrics (its own port) and the HTTP metrics are always on.
 let dir: string;
 let server: RunningServer;
+let metrics: RunningServer;
 let url: string;
 const lines: string[] = [];
 
@@ -24,10 +26,12 @@ beforeAll(async () => {
   router.get('/things/:id', (ctx) => sendJson(ctx, 200, { id: ctx.params.id }));
   server = await listen(createHttpApp({ logger, routers: [healthRouter({}), router] }), '127.0.0.1', 0);
   url = `http://127.0.0.1:${server.port}`;
+  metrics = await listenMetrics('127.0.0.1', 0);
 });
 
 afterAll(async () => {
   await server.close();
+  await metrics.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -48,7 +52,7 @@ describe('requests with tracing on', () => {
   });
 
   it('serve GET /metrics in the Prometheus text format, with request durations by method, route and status', async () => {
-    const res = await fetch(`${url}/metrics`);
+    const res = await fetch(`http://127.0.0.1:${metrics.port}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await res.text();

@@ -1,7 +1,7 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
 import { API_KEY_CACHE, createApiKeyCache, createDb, sqlOf } from '@po/db';
-import { listen, onShutdown } from '@po/http';
+import { listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
 import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
@@ -9,7 +9,7 @@ import { parseConfig } from './config.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.databasePoolMax });
+const db = createDb(config.databaseUrl, { max: config.databasePoolMax, ca: config.databaseCa });
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
@@ -20,7 +20,8 @@ const app = buildApp(
   { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) },
 );
 const server = await listen(app, config.host, config.port);
-logger.info({ port: server.port }, 'api-gateway listening');
+const metrics = await listenMetrics(config.host, config.metricsPort);
+logger.info({ port: server.port, metricsPort: metrics.port }, 'api-gateway listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
@@ -28,5 +29,6 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['redis', async () => void (await redis.quit())],
   ['key cache', () => keys.close()],
   ['postgres', () => db.$disconnect()],
+  ['metrics server', () => metrics.close()],
   ['telemetry', () => shutdownTracing()],
 ]);

@@ -1,7 +1,7 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
-import { listen, onShutdown } from '@po/http';
+import { listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultsConsumer, pingRedis } from '@po/queues';
 import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
@@ -11,7 +11,7 @@ import { createResultApplier } from './consumer/apply-result.js';
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'result-consumer', level: config.logLevel });
 // Batches in flight, plus the statements beside them (marking published, resolving old messages).
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.batchConcurrency + 2) });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.batchConcurrency + 2), ca: config.databaseCa });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 
@@ -28,7 +28,8 @@ consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'result
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
-logger.info({ port: server.port }, 'result-consumer listening');
+const metrics = await listenMetrics(config.host, config.metricsPort);
+logger.info({ port: server.port, metricsPort: metrics.port }, 'result-consumer listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
@@ -37,5 +38,6 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['producers', async () => Promise.all([publisher.close(), events.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
+  ['metrics server', () => metrics.close()],
   ['telemetry', () => shutdownTracing()],
 ]);

@@ -1,7 +1,7 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
-import { listen, onShutdown } from '@po/http';
+import { listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
 import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
@@ -11,7 +11,7 @@ import { startSchedulerLoop } from './scheduler/loop.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'scheduler-service', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.concurrency + 4) });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.concurrency + 4), ca: config.databaseCa });
 const redis = createRedis(config.redisUrl, 'producer');
 
 const deps: SchedulerDeps = {
@@ -25,7 +25,8 @@ const scheduler = startSchedulerLoop(deps, { pollIntervalMs: config.pollInterval
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
 const server = await listen(app, config.host, config.port);
-logger.info({ port: server.port }, 'scheduler-service listening');
+const metrics = await listenMetrics(config.host, config.metricsPort);
+logger.info({ port: server.port, metricsPort: metrics.port }, 'scheduler-service listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
@@ -33,5 +34,6 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['event producer', () => deps.events.close()],
   ['redis', async () => void (await redis.quit())],
   ['postgres', () => db.$disconnect()],
+  ['metrics server', () => metrics.close()],
   ['telemetry', () => shutdownTracing()],
 ]);

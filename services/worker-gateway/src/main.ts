@@ -1,7 +1,7 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
 import { API_KEY_CACHE, createApiKeyCache, createDb, sqlOf } from '@po/db';
-import { listen, onShutdown } from '@po/http';
+import { listen, listenMetrics, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
 import { createLogger, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
 import { buildApp } from './app.js';
@@ -11,13 +11,14 @@ import { observeWorkerGauges } from './sessions/metrics.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'worker-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.databasePoolMax });
+const db = createDb(config.databaseUrl, { max: config.databasePoolMax, ca: config.databaseCa });
 const producerRedis = createRedis(config.redisUrl, 'producer');
 const fetchRedis = createRedis(config.redisUrl, 'worker');
 const wakeRedis = createRedis(config.redisUrl, 'worker');
 
 const fetcher = new StageNextFetcher(fetchRedis, config.queuePrefix, {
   visibilityTimeoutMs: config.visibilityTimeoutMs,
+  maxQueues: config.maxFetchers,
   stalledIntervalMs: Math.min(30_000, Math.max(1000, Math.floor(config.visibilityTimeoutMs / 2))),
   // A lapsed lock requeued by BullMQ's stalled check is a visibility-timeout requeue too.
   onStalled: () => visibilityRequeues().inc(),
@@ -26,6 +27,8 @@ const deliveries = new Deliveries(fetcher, config, logger);
 deliveries.startSweeping();
 await wakeRedis.subscribe(stageNextWakeChannel(config.queuePrefix));
 wakeRedis.on('message', (_channel: string, queue: string) => deliveries.wake(queue));
+// A reconnected subscription may have missed wake-ups: waiting queues fetch now, not at their next poll.
+wakeRedis.on('ready', () => deliveries.wakeAll());
 
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
 const deps = { db, keys, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
@@ -33,7 +36,8 @@ observeDeliveriesInflight(() => deliveries.inflight);
 observeWorkerGauges(db, config.heartbeatIntervalSeconds, deps.clock);
 const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
-logger.info({ port: server.port }, 'worker-gateway listening');
+const metrics = await listenMetrics(config.host, config.metricsPort);
+logger.info({ port: server.port, metricsPort: metrics.port }, 'worker-gateway listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['waiting pulls', async () => deliveries.stopWaiting()],
@@ -44,5 +48,6 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['redis', async () => Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()])],
   ['key cache', () => keys.close()],
   ['postgres', () => db.$disconnect()],
+  ['metrics server', () => metrics.close()],
   ['telemetry', () => shutdownTracing()],
 ]);

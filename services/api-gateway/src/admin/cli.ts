@@ -9,7 +9,7 @@ const config = loadConfig((env) => {
   read.done();
   return common;
 });
-const db = createDb(config.databaseUrl, { max: 1 });
+const db = createDb(config.databaseUrl, { max: 1, ca: config.databaseCa });
 try {
   const output = await runAdmin(db, process.argv.slice(2));
   process.stdout.write(`${JSON.stringify(output)}\n`);

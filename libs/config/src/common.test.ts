@@ -1,0 +1,59 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { commonConfig } from './common.js';
+import { ConfigError, envReader } from './env.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'po-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function parse(env: Record<string, string>, defaultPort = 8080) {
+  const read = envReader(env);
+  const config = commonConfig(read, defaultPort);
+  read.done();
+  return config;
+}
+
+describe('METRICS_PORT', () => {
+  it('defaults to a port of its own per service, 1000 above the API port', () => {
+    expect(parse({}, 8080).metricsPort).toBe(9080);
+    expect(parse({}, 8084).metricsPort).toBe(9084);
+    expect(parse({ PORT: '3000' }, 8081).metricsPort).toBe(9081);
+  });
+
+  it('is read from METRICS_PORT (0: any free port) and range-checked', () => {
+    expect(parse({ METRICS_PORT: '9464' }).metricsPort).toBe(9464);
+    expect(parse({ METRICS_PORT: '0' }).metricsPort).toBe(0);
+    expect(() => parse({ METRICS_PORT: '70000' })).toThrow(/METRICS_PORT must be <= 65535/);
+  });
+});
+
+describe('DATABASE_CA_FILE', () => {
+  it('is null when unset: TLS then follows the URL sslmode alone', () => {
+    expect(parse({}).databaseCa).toBeNull();
+  });
+
+  it('is read once at start-up, so the pools get the PEM itself', () => {
+    const file = join(dir, 'ca.crt');
+    writeFileSync(file, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    expect(parse({ DATABASE_CA_FILE: file }).databaseCa).toContain('BEGIN CERTIFICATE');
+  });
+
+  it('refuses to start with a missing or empty file, naming the variable and the path', () => {
+    const empty = join(dir, 'empty.crt');
+    writeFileSync(empty, '\n');
+    for (const [path, reason] of [
+      [join(dir, 'missing.crt'), /DATABASE_CA_FILE: cannot read .*missing\.crt \(ENOENT\)/],
+      [empty, /DATABASE_CA_FILE: .*empty\.crt is empty/],
+    ] as const) {
+      try {
+        parse({ DATABASE_CA_FILE: path });
+        expect.unreachable('a CA file that cannot be used must stop the start');
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as ConfigError).problems.join('\n')).toMatch(reason);
+      }
+    }
+  });
+});
