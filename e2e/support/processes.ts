@@ -31,10 +31,20 @@ export class ManagedProcess {
     private readonly script: string,
     private readonly env: Record<string, string | undefined>,
     readonly port?: number,
+    readonly metricsPort?: number,
   ) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Where GET /metrics is served: a port of its own, never the API port. */
+  get metricsUrl(): string {
+    return `http://127.0.0.1:${this.metricsPort}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
   }
 
   get running(): boolean {
@@ -42,7 +52,11 @@ export class ManagedProcess {
   }
 
   start(): this {
-    const env = { ...this.env, ...(this.port ? { PORT: String(this.port) } : {}) };
+    const env = {
+      ...this.env,
+      ...(this.port ? { PORT: String(this.port) } : {}),
+      ...(this.metricsPort !== undefined ? { METRICS_PORT: String(this.metricsPort) } : {}),
+    };
     const child = spawn(process.execPath, [this.script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => this.lines.push(line));
@@ -81,6 +95,13 @@ export class ManagedProcess {
   }
 }
 
-export function serviceProcess(name: ServiceName, env: Record<string, string | undefined>, port: number, label: string = name): ManagedProcess {
-  return new ManagedProcess(label, `services/${name}/dist/main.js`, env, port);
+/** A service on `port`, with its metrics on `metricsPort` (each service's default would collide between replicas). */
+export function serviceProcess(
+  name: ServiceName,
+  env: Record<string, string | undefined>,
+  port: number,
+  label: string = name,
+  metricsPort = 0,
+): ManagedProcess {
+  return new ManagedProcess(label, `services/${name}/dist/main.js`, env, port, metricsPort);
 }
