@@ -65,7 +65,31 @@ async function readJson(ctx: AppContext, limitBytes: number): Promise<unknown> {
   const bytes = await readBytes(ctx, limitBytes);
   if (bytes === null) return undefined;
   checked(scanJson(bytes));
-  return JSON.parse(bytes.toString('utf8')) as unknown;
+  return parseScanned(bytes);
+}
+
+const PROTO_MESSAGE = 'must not have a member named "__proto__"';
+
+/**
+ * JSON.parse, then refuses a member named `__proto__` (400 at its object), as fastify and
+ * secure-json-parse do: copies of such an object by spreading or assignment change their prototype,
+ * and code downstream (validators, the database driver) then fails on them with a 500. Only text
+ * that spells "proto" or has escapes is walked, so ordinary bodies cost no extra pass.
+ */
+function parseScanned(bytes: Buffer): unknown {
+  const text = bytes.toString('utf8');
+  const value = JSON.parse(text) as unknown;
+  if (!text.includes('proto') && !text.includes('\\u')) return value;
+  const stack: { value: unknown; pointer: string }[] = [{ value, pointer: '' }];
+  while (stack.length > 0) {
+    const { value: v, pointer } = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (!Array.isArray(v) && Object.prototype.hasOwnProperty.call(v, '__proto__')) throw ValidationFailed.at(pointer, PROTO_MESSAGE);
+    for (const [key, child] of Object.entries(v)) {
+      if (child !== null && typeof child === 'object') stack.push({ value: child, pointer: `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}` });
+    }
+  }
+  return value;
 }
 
 /** Body size check, then validation; the validated value lands in ctx.state.body. */
@@ -134,7 +158,7 @@ export function bodyKeyAuth(
     if (!app) throw new Unauthorized('Invalid API key in the body.');
     ctx.state.applicationId = app.applicationId;
     ctx.state.apiKeyId = app.keyId;
-    ctx.state.body = JSON.parse(bytes!.toString('utf8')) as unknown;
+    ctx.state.body = parseScanned(bytes!);
     await next();
   };
 }

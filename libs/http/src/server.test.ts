@@ -97,4 +97,10 @@ describe('requests the HTTP parser refuses get problem+json too (addendum §3)',
     expectProblem(await exchange('GARBAGE\r\n\r\n'), 400, 'validation_failed');
     expect((await fetch(`http://127.0.0.1:${server.port}/ok`)).status).toBe(200);
   });
+
+  it('a request without Host, or with an unknown Expect, is served, not answered with a bare 400/417', async () => {
+    expect((await exchange('GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n')).status).toBe(200);
+    expect((await exchange('GET /ok HTTP/1.1\r\nHost: x\r\nExpect: fuzz\r\nConnection: close\r\n\r\n')).status).toBe(200);
+    expectProblem(await exchange('GET /nowhere HTTP/1.1\r\nConnection: close\r\n\r\n'), 404, 'not_found');
+  });
 });

@@ -57,6 +57,22 @@ describe('bodies read before a credential is checked are small', () => {
   });
 });
 
+describe('a "__proto__" member name is a 400 at its object, never a 500', () => {
+  it('in bootstrap metadata and event data', async () => {
+    const bootstrap = await h.call('POST', '/workers/bootstrap', {
+      raw: '{"instanceId":"i-p","handlers":["h"],"metadata":{"a":{"__proto__":null}}}',
+      headers: { 'x-api-key': h.appA.key },
+    });
+    expectProblem(bootstrap, 400, 'validation_failed', ['/metadata/a']);
+    const worker = await h.bootstrap('i-p', ['h']);
+    const events = await h.call('POST', '/workers/events', {
+      raw: `{"workerId":"${worker.workerId}","events":[{"kind":"custom","data":{"\\u005f_proto__":{}}}]}`,
+      headers: { 'x-worker-session': worker.sessionToken },
+    });
+    expectProblem(events, 400, 'validation_failed', ['/events/0/data']);
+  });
+});
+
 describe('lone surrogates and date-times out of range are 400s at their field, never 500s', () => {
   it('bootstrap metadata, event data, event message and event at', async () => {
     const bootstrap = await h.call('POST', '/workers/bootstrap', {
