@@ -361,6 +361,12 @@ describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and b
       401,
       'unauthorized',
     );
+    // A workerId longer than any worker id (the fuzzer's 10 KiB one was a 500).
+    expectProblem(
+      await lease(op, d.stageId, { executionId: d.executionId, workerId: 'w'.repeat(10_000) }, w1.sessionToken),
+      401,
+      'unauthorized',
+    );
     expect((await executionRow(d.executionId)).leaseOwner).toBe(w1.workerId);
   });
 
