@@ -30,12 +30,14 @@ async function readBytes(ctx: AppContext, limitBytes: number): Promise<Buffer | 
       done();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
-    const onError = (err: Error) => {
+    // A client that goes away mid-body, or sends a broken chunked body, ends the wait (with or
+    // without an 'error' first): its request failed, the server did not, so it is a 400 (logged as
+    // such, though nobody is left to read it).
+    const onError = () => {
       done();
-      reject(err);
+      reject(ValidationFailed.at('', 'the request body ended before it was complete'));
     };
-    // A client that goes away mid-body ends the wait (with or without an 'error' first).
-    const onClose = () => onError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    const onClose = onError;
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
   });
   return isBlank(bytes) ? null : bytes;
