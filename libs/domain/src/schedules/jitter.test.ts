@@ -41,4 +41,15 @@ describe('jitterOffsetMs (§14.4)', () => {
     expect(Math.min(...offsets)).toBeLessThan(10_000);
     expect(Math.max(...offsets)).toBeGreaterThan(50_000);
   });
+
+  it('never jitters a fire time past 9999-12-31T23:59:59.999Z, the last instant PostgreSQL reads back', () => {
+    const last = new Date('9999-12-31T23:59:59.999Z');
+    const ticks = Array.from({ length: 20 }, (_, i) => new Date(last.getTime() - i * 1000));
+    for (const tick of ticks) {
+      const at = jitteredFireAt(7, tick, 3600);
+      expect(at.getTime()).toBeGreaterThanOrEqual(tick.getTime());
+      expect(at.getTime()).toBeLessThanOrEqual(last.getTime());
+    }
+    expect(ticks.some((t) => jitterOffsetMs(7, t, 3600) > last.getTime() - t.getTime())).toBe(true);
+  });
 });

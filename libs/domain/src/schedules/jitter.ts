@@ -17,7 +17,13 @@ export function jitterOffsetMs(scheduleId: number, tick: Date, jitterSeconds: nu
   return Number(digest.readBigUInt64BE(0) % span);
 }
 
-/** The fire time of `tick`: the tick plus its jitter offset. */
+/** The last instant a request may name (years 1 to 9999), which PostgreSQL stores and reads back. */
+const LAST_FIRE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * The fire time of `tick`: the tick plus its jitter offset, but never past 9999-12-31T23:59:59.999Z
+ * (a Once runAt at the very end of the range would otherwise be jittered into year 10000).
+ */
 export function jitteredFireAt(scheduleId: number, tick: Date, jitterSeconds: number): Date {
-  return new Date(tick.getTime() + jitterOffsetMs(scheduleId, tick, jitterSeconds));
+  return new Date(Math.min(tick.getTime() + jitterOffsetMs(scheduleId, tick, jitterSeconds), Math.max(tick.getTime(), LAST_FIRE_MS)));
 }

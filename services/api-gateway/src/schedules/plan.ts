@@ -1,5 +1,5 @@
 import type { ScheduleRecord } from '@po/db';
-import { DomainError, jitterOffsetMs, nextTick, type PlanInput } from '@po/domain';
+import { DomainError, jitteredFireAt, nextTick, type PlanInput } from '@po/domain';
 
 export class ScheduleArchived extends DomainError {
   constructor(name: string) {
@@ -35,7 +35,7 @@ export function replanFrom(s: Plannable, now: Date): { planAnchor: Date; nextTic
   return {
     planAnchor: now,
     nextTickAt: next,
-    nextRunAt: next === null ? null : new Date(next.getTime() + jitterOffsetMs(s.id, next, s.jitterSeconds)),
+    nextRunAt: next === null ? null : jitteredFireAt(s.id, next, s.jitterSeconds),
   };
 }
 

@@ -1,6 +1,6 @@
 import {
   isMissed,
-  jitterOffsetMs,
+  jitteredFireAt,
   nextTick,
   selectCatchup,
   ticksBetween,
@@ -14,8 +14,7 @@ export function planOf(s: Pick<ScheduleRecord, 'kind' | 'cronExpression' | 'inte
   return { kind: s.kind, cronExpression: s.cronExpression, intervalSeconds: s.intervalSeconds, runAt: s.runAt, timeZone: s.timeZone };
 }
 
-export const fireAt = (scheduleId: number, tick: Date, jitterSeconds: number): Date =>
-  new Date(tick.getTime() + jitterOffsetMs(scheduleId, tick, jitterSeconds));
+export const fireAt = jitteredFireAt;
 
 /** Planned ticks a fire pass handles, and where the plan goes on from. */
 export interface DueTicks {
