@@ -578,11 +578,16 @@ describe('values PostgreSQL cannot store and absurd nesting are client errors, n
     expect(statuses).toEqual(Object.fromEntries(Object.keys(requests).map((k) => [k, 400])));
   });
 
-  it('a "__proto__" member is an ordinary unknown member: ignored, with no effect on validation', async () => {
+  it('a "__proto__" member is a 400 at its object (decision 0080): it cannot change validation, and free-form members holding one could not be stored', async () => {
     const raw = `{"apiKey":"${gw.appA.key}","__proto__":{"name":""},"name":"proto","stages":[{"stageName":"s","stageHandlerName":"h","options":{"__proto__":{"dependsOn":["missing"]}}}]}`;
     const reply = await gw.call('POST', '/pipelines', { key: null, raw });
-    expect(reply.status, reply.text).toBe(200);
-    expect(reply.body.stages[0].options.dependsOn).toEqual([]);
+    expect(reply.status, reply.text).toBe(400);
+    expect(reply.body.code).toBe('validation_failed');
+    expect(reply.body.errors.map((e: { field: string }) => e.field)).toEqual(['']);
+    const policies = `{"apiKey":"${gw.appA.key}","name":"proto","policies":[{"__proto__":null}],"stages":[{"stageName":"s","stageHandlerName":"h"}]}`;
+    const nested = await gw.call('POST', '/pipelines', { key: null, raw: policies });
+    expect(nested.status, nested.text).toBe(400);
+    expect(nested.body.errors.map((e: { field: string }) => e.field)).toEqual(['/policies/0']);
   });
 });
 
