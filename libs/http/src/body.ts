@@ -43,13 +43,24 @@ async function readBytes(ctx: AppContext, limitBytes: number): Promise<Buffer | 
   return isBlank(bytes) ? null : bytes;
 }
 
+/** How much of a refused body is read and dropped before the connection is cut instead. */
+const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
+
 /**
- * The rest of a refused body is read and dropped, not left in the socket (a request is not torn
- * down mid-upload, so the client gets its 413), and the connection is not reused after it.
+ * The rest of a refused body is read and dropped, not left in the socket: closing a connection
+ * whose upload is still arriving makes the kernel reset it, and the client (or the Ingress's nginx,
+ * as a 502) never reads its 413. Past DRAIN_MAX_BYTES, or when the declared length is beyond it,
+ * the connection is closed after the answer instead: a client sending that much gets cut off.
  */
 function tooLarge(ctx: AppContext, limitBytes: number): PayloadTooLarge {
+  const declared = Number(ctx.get('content-length') || NaN);
+  if (Number.isFinite(declared) && declared > DRAIN_MAX_BYTES) ctx.set('Connection', 'close');
+  let drained = 0;
+  ctx.req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_MAX_BYTES) ctx.req.socket.destroy();
+  });
   ctx.req.resume();
-  ctx.set('Connection', 'close');
   return new PayloadTooLarge(limitBytes);
 }
 
