@@ -6,8 +6,20 @@ import { ROOT } from '../../deploy/local/stack.mjs';
 
 export type ServiceName = 'api-gateway' | 'worker-gateway' | 'pipeline-service' | 'scheduler-service' | 'result-consumer';
 
-/** A port the OS says is free now. */
+/** Ports handed out in this test process: the OS may offer one again before its process binds it. */
+const handedOut = new Set<number>();
+
+/** A port the OS says is free now, never one this test process handed out before. */
 export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await osFreePort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
+
+function osFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {
