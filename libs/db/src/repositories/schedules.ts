@@ -28,6 +28,8 @@ export interface SchedulePlanWrite {
   planAnchor: Date;
   nextTickAt: Date | null;
   nextRunAt: Date | null;
+  /** Ticks after nextTickAt firing at or before this were handled (schema comment); a (re)plan clears it. */
+  handledThrough: Date | null;
 }
 
 export type ScheduleRunTrigger = 'Scheduled' | 'Manual' | 'Catchup';
@@ -81,13 +83,14 @@ interface RawSchedule {
   plan_anchor: Date;
   next_tick_at: Date | null;
   next_run_at: Date | null;
+  handled_through: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
 const PLAN_COLUMNS = Prisma.sql`id, application_id, name, status::text AS status, kind::text AS kind, cron_expression, time_zone,
   interval_seconds, run_at, definition_version, overlap_policy, catchup_policy, catchup_max, jitter_seconds,
-  plan_anchor, next_tick_at, next_run_at, created_at, updated_at`;
+  plan_anchor, next_tick_at, next_run_at, handled_through, created_at, updated_at`;
 const COLUMNS = Prisma.sql`${PLAN_COLUMNS}, definition`;
 
 const planFromRaw = (r: Omit<RawSchedule, 'definition'>): SchedulePlanRecord => ({
@@ -108,6 +111,7 @@ const planFromRaw = (r: Omit<RawSchedule, 'definition'>): SchedulePlanRecord => 
   planAnchor: r.plan_anchor,
   nextTickAt: r.next_tick_at,
   nextRunAt: r.next_run_at,
+  handledThrough: r.handled_through,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -164,9 +168,10 @@ export async function lockDueSchedules(
 export async function advanceSchedules(tx: DbOrTx, plans: readonly ({ scheduleId: number } & SchedulePlanWrite)[]): Promise<void> {
   if (plans.length === 0) return;
   await tx.$executeRaw`
-    UPDATE schedules AS s SET plan_anchor = v.anchor, next_tick_at = v.tick, next_run_at = v.run
+    UPDATE schedules AS s SET plan_anchor = v.anchor, next_tick_at = v.tick, next_run_at = v.run, handled_through = v.handled
     FROM unnest(${plans.map((p) => BigInt(p.scheduleId))}::bigint[], ${plans.map((p) => p.planAnchor)}::timestamptz[],
-                ${plans.map((p) => p.nextTickAt)}::timestamptz[], ${plans.map((p) => p.nextRunAt)}::timestamptz[]) AS v(id, anchor, tick, run)
+                ${plans.map((p) => p.nextTickAt)}::timestamptz[], ${plans.map((p) => p.nextRunAt)}::timestamptz[],
+                ${plans.map((p) => p.handledThrough)}::timestamptz[]) AS v(id, anchor, tick, run, handled)
     WHERE s.id = v.id`;
 }
 

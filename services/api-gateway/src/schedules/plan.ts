@@ -1,4 +1,4 @@
-import type { ScheduleRecord } from '@po/db';
+import type { SchedulePlanWrite, ScheduleRecord } from '@po/db';
 import { DomainError, jitteredFireAt, nextTick, type PlanInput } from '@po/domain';
 
 export class ScheduleArchived extends DomainError {
@@ -30,14 +30,15 @@ export function planOf(s: Omit<Plannable, 'id' | 'jitterSeconds'>): PlanInput {
  * re-activation. The reference and the Interval anchor become now; nextRunAt is the jittered
  * fire time of the first tick after now (null when nothing is left).
  */
-export function replanFrom(s: Plannable, now: Date): { planAnchor: Date; nextTickAt: Date | null; nextRunAt: Date | null } {
+export function replanFrom(s: Plannable, now: Date): SchedulePlanWrite {
   const next = nextTick(planOf(s), now, now);
   return {
     planAnchor: now,
     nextTickAt: next,
     nextRunAt: next === null ? null : jitteredFireAt(s.id, next, s.jitterSeconds),
+    handledThrough: null,
   };
 }
 
 /** Not planned while Paused or Archived: the plan restarts from now on resume or PUT. */
-export const unplanned = (now: Date) => ({ planAnchor: now, nextTickAt: null, nextRunAt: null });
+export const unplanned = (now: Date): SchedulePlanWrite => ({ planAnchor: now, nextTickAt: null, nextRunAt: null, handledThrough: null });

@@ -29,6 +29,8 @@ export interface DueTicks {
   /** The next unhandled tick, unjittered, and its fire time; null when nothing is left. */
   nextTickAt: Date | null;
   nextRunAt: Date | null;
+  /** Ticks after nextTickAt whose fire time is not after this were handled by this pass. */
+  handledThrough: Date | null;
 }
 
 type DueInput = Pick<
@@ -87,11 +89,12 @@ export function dueTicks(s: DueInput, now: Date, graceSeconds: number): DueTicks
     anchor,
     nextTickAt: tick,
     nextRunAt: tick === null ? null : fireAt(s.id, tick, s.jitterSeconds),
+    handledThrough: null,
   };
 }
 
 /** A (re)plan from `now` (creation, behaviour-changing PUT, resume): reference and anchor are now. */
 export function replanFrom(s: Pick<ScheduleRecord, 'id' | 'kind' | 'cronExpression' | 'intervalSeconds' | 'runAt' | 'timeZone' | 'jitterSeconds'>, now: Date) {
   const next = nextTick(planOf(s), now, now);
-  return { planAnchor: now, nextTickAt: next, nextRunAt: next === null ? null : fireAt(s.id, next, s.jitterSeconds) };
+  return { planAnchor: now, nextTickAt: next, nextRunAt: next === null ? null : fireAt(s.id, next, s.jitterSeconds), handledThrough: null };
 }

@@ -83,7 +83,7 @@ export async function fireDueSchedules(deps: SchedulerDeps, options: FireOptions
           lagsMs.push(now.getTime() - tick.getTime());
           outcomes.push(await fireTick(ctx, tick, 'Scheduled'));
         }
-        plans.push({ scheduleId: schedule.id, planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt });
+        plans.push({ scheduleId: schedule.id, planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt, handledThrough: due.handledThrough });
         fired.push({ scheduleId: schedule.id, outcomes, missed: due.missed });
       }
       await insertRuns(tx, runs);
