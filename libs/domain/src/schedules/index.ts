@@ -5,3 +5,4 @@ export * from './catchup.js';
 export * from './overlap.js';
 export * from './health.js';
 export * from './upsert.js';
+export * from './due.js';

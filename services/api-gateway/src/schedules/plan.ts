@@ -1,5 +1,5 @@
 import type { SchedulePlanWrite, ScheduleRecord } from '@po/db';
-import { DomainError, jitteredFireAt, nextTick, type PlanInput } from '@po/domain';
+import { DomainError, planFrom, type PlanInput } from '@po/domain';
 
 export class ScheduleArchived extends DomainError {
   constructor(name: string) {
@@ -31,13 +31,7 @@ export function planOf(s: Omit<Plannable, 'id' | 'jitterSeconds'>): PlanInput {
  * fire time of the first tick after now (null when nothing is left).
  */
 export function replanFrom(s: Plannable, now: Date): SchedulePlanWrite {
-  const next = nextTick(planOf(s), now, now);
-  return {
-    planAnchor: now,
-    nextTickAt: next,
-    nextRunAt: next === null ? null : jitteredFireAt(s.id, next, s.jitterSeconds),
-    handledThrough: null,
-  };
+  return planFrom({ ...planOf(s), id: s.id, jitterSeconds: s.jitterSeconds }, now);
 }
 
 /** Not planned while Paused or Archived: the plan restarts from now on resume or PUT. */
