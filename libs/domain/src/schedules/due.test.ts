@@ -117,7 +117,7 @@ describe('dueTicks with the scheduler always awake', () => {
         fc.array(fc.integer({ min: 0, max: 900 }), { minLength: 1, maxLength: 20 }),
         (s, startIso, latencies) => {
           const start = new Date(startIso);
-          const end = start.getTime() + 6 * 3600_000;
+          const end = start.getTime() + 3 * 3600_000;
           const { handled } = runScheduler(s, start, end, (i) => latencies[i % latencies.length]!);
           const expected = ticksFiringBy(s, start, end - 1000);
           const byTick = new Map<number, Handled[]>();
@@ -133,9 +133,9 @@ describe('dueTicks with the scheduler always awake', () => {
           expect(handled.length).toBe(byTick.size);
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 80 },
     );
-  });
+  }, 120_000);
 
   it('fires every tick of Interval 60 s with jitter 300 s at its own instant (the simulation that dropped 79 of 336)', () => {
     const s: Schedule = {

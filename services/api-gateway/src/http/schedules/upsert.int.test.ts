@@ -125,13 +125,15 @@ describe('PUT /schedules/{name}: a new name', () => {
     expect(once.cronExpression).toBeNull();
   });
 
-  it('shows the jittered fire time in nextRunAt (tick + SHA-256 offset of §14.4)', async () => {
+  it('shows the jittered fire time in nextRunAt: the earliest tick + SHA-256 offset of §14.4 (decision 0088)', async () => {
     now = T0;
     const body = expectSchedule(await put(fresh(), interval({ jitterSeconds: 3600 })), 201);
-    const tick = at(60_000);
-    expect(body.nextRunAt).toBe(
-      new Date(tick.getTime() + jitterOffsetMs(body.id, tick, 3600)).toISOString(),
+    // Jitter (1 h) longer than the period (1 min): a later tick can fire first. No tick after
+    // T0 + 61 min can beat the first tick's latest fire time (T0 + 1 min + 1 h).
+    const fires = Array.from({ length: 61 }, (_, k) => at((k + 1) * 60_000)).map(
+      (tick) => tick.getTime() + jitterOffsetMs(body.id, tick, 3600),
     );
+    expect(body.nextRunAt).toBe(new Date(Math.min(...fires)).toISOString());
   });
 
   it('accepts every form of the cron dialect', async () => {
