@@ -84,6 +84,7 @@ export async function startScheduler(options: { misfireGraceSeconds?: number } =
         planAnchor: now,
         nextTickAt: null,
         nextRunAt: null,
+        handledThrough: null,
         ...settings,
       });
       return updateSchedule(database.db, inserted.id, replanFrom(inserted, now));
