@@ -3,6 +3,8 @@
 // one line per request), tracing off unless the caller passes OTEL_* variables, each service's
 // stdout written to a log file as a container runtime would (BENCH_LOG_DIR, else a temporary
 // directory removed by stop()). BENCH_CPU_PROF=DIR writes a CPU profile per service on exit.
+// `replicas` runs a service as several processes (e.g. { 'scheduler-service': 2 }): they are then
+// named `<service>-1`, `<service>-2` … in pids, logs and stop reports; one replica keeps the plain name.
 import { execFileSync, spawn } from 'node:child_process';
 import {
   createReadStream,
@@ -100,15 +102,25 @@ function serviceEnv(extra) {
 /**
  * Starts the services over a new database: migrated from scratch, or cloned from `template`
  * ({ name, applicationId }: a migrated database that already holds the bench application; a new
- * API key is made for it). `label` names the log and profile files. Resolves once every /readyz
- * answers 200.
+ * API key is made for it). `label` names the log and profile files. `replicas`: service → number
+ * of processes (default 1 each). Resolves once every /readyz answers 200.
  */
 export async function startBenchCluster({
   services = ALL_SERVICES,
   env: extra = {},
   label = 'bench',
   template,
+  replicas = {},
 } = {}) {
+  // Each process of the cluster: its name (the service's, or `<service>-<n>` with several
+  // replicas) and the service it runs.
+  const instances = services.flatMap((service) => {
+    const n = Math.max(1, Math.floor(replicas[service] ?? 1));
+    return Array.from({ length: n }, (_, i) => ({
+      name: n === 1 ? service : `${service}-${i + 1}`,
+      service,
+    }));
+  });
   const name = `po_bench_${randomBytes(4).toString('hex')}`;
   const startedCloneAt = Date.now();
   await withAdmin((admin) =>
@@ -129,8 +141,8 @@ export async function startBenchCluster({
   const ownLogDir = !process.env.BENCH_LOG_DIR;
   const logDir = process.env.BENCH_LOG_DIR ?? mkdtempSync(join(tmpdir(), 'po-bench-logs-'));
   mkdirSync(logDir, { recursive: true });
-  const procs = new Map(); // service -> child
-  const exits = new Map(); // service -> { code, signal, atMs }
+  const procs = new Map(); // process name -> child
+  const exits = new Map(); // process name -> { code, signal, atMs }
   let stopping = false;
   let stopped = null;
   let cleaned = null;
@@ -171,7 +183,7 @@ export async function startBenchCluster({
         env,
         stdio: 'ignore',
       });
-    for (const service of services) {
+    for (const { name: service, service: program } of instances) {
       const port = await freePort();
       urls[service] = `http://127.0.0.1:${port}`;
       logFiles[service] = join(logDir, `${label}-${service}.log`);
@@ -183,7 +195,7 @@ export async function startBenchCluster({
             `--cpu-prof-name=${label}-${service}.cpuprofile`,
           ]
         : [];
-      const child = spawn(process.execPath, [...profile, `services/${service}/dist/main.js`], {
+      const child = spawn(process.execPath, [...profile, `services/${program}/dist/main.js`], {
         cwd: ROOT,
         env: { ...env, PORT: String(port), METRICS_PORT: String(await freePort()) },
         stdio: ['ignore', out, 'inherit'],
@@ -235,16 +247,19 @@ export async function startBenchCluster({
     throw err;
   }
 
+  const firstUrl = (service) => urls[service] ?? urls[`${service}-1`];
   return {
     env,
     databaseName: name,
     cloneSeconds,
-    apiUrl: urls['api-gateway'],
-    workerUrl: urls['worker-gateway'],
+    apiUrl: firstUrl('api-gateway'),
+    workerUrl: firstUrl('worker-gateway'),
     apiKey: app.apiKey,
     applicationId: app.applicationId,
-    /** service → pid */
+    /** process name (the service, or `<service>-<n>` with replicas) → pid */
     pids: Object.fromEntries([...procs].map(([s, p]) => [s, p.pid])),
+    /** process name → its log file (removed by stop() unless BENCH_LOG_DIR is set) */
+    logFiles: { ...logFiles },
     /** A service that exited on its own, as text, or null. */
     failure() {
       const dead = [...exits]
