@@ -46,6 +46,14 @@ function workspaces() {
   );
 }
 
+/** `KEY=value KEY2="value 2"` pairs of a LABEL or ENV instruction (the `KEY value` form is not used here). */
+function pairs(args) {
+  return Object.fromEntries([...args.matchAll(/([\w.-]+)=("(?:[^"\\]|\\.)*"|\S*)/g)].map(([, k, v]) => [k, v.replace(/^"(.*)"$/, '$1')]));
+}
+
+/** OCI annotations the image carries (https://github.com/opencontainers/image-spec/blob/main/annotations.md). */
+const OCI_LABELS = ['title', 'description', 'version', 'revision', 'created', 'source', 'licenses'].map((k) => `org.opencontainers.image.${k}`);
+
 /** Every broken rule, as a message. */
 export function check(dockerfile, dockerignore, entrypoint) {
   const problems = [];
@@ -110,6 +118,21 @@ export function check(dockerfile, dockerignore, entrypoint) {
     if (!dockerignore.split('\n').map((l) => l.trim()).includes(pattern)) fail(`Dockerfile.dockerignore lacks ${pattern}`);
   }
 
+  // Build metadata: GIT_COMMIT and BUILT_AT come in as build args of the runtime stage and stay as
+  // env (GET /version shows them); the OCI labels name version, revision, time, source and licence.
+  const runtimeArgs = new Set((runtime?.body ?? []).filter((i) => i.keyword === 'ARG').map((i) => i.args.split('=')[0]));
+  const env = Object.assign({}, ...(runtime?.body ?? []).filter((i) => i.keyword === 'ENV').map((i) => pairs(i.args)));
+  for (const name of ['GIT_COMMIT', 'BUILT_AT']) {
+    if (!runtimeArgs.has(name)) fail(`runtime stage has no ARG ${name}`);
+    if (env[name] !== `\${${name}}`) fail(`runtime stage does not set ENV ${name}=\${${name}} (GET /version reads it)`);
+  }
+  const labels = Object.assign({}, ...(runtime?.body ?? []).filter((i) => i.keyword === 'LABEL').map((i) => pairs(i.args)));
+  for (const key of OCI_LABELS) if (!labels[key]) fail(`runtime stage lacks LABEL ${key}`);
+  if (labels['org.opencontainers.image.revision'] !== '${GIT_COMMIT}') fail('LABEL org.opencontainers.image.revision is not ${GIT_COMMIT}');
+  if (labels['org.opencontainers.image.created'] !== '${BUILT_AT}') fail('LABEL org.opencontainers.image.created is not ${BUILT_AT}');
+  const license = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).license;
+  if (labels['org.opencontainers.image.licenses'] !== license) fail(`LABEL org.opencontainers.image.licenses is not the package licence ${license}`);
+
   // The entry point knows every service.
   for (const ws of workspaces().filter((w) => w.startsWith('services/'))) {
     if (!entrypoint.includes(`'${ws}/dist/main.js'`)) fail(`entrypoint.mjs cannot run ${ws}`);
@@ -131,6 +154,8 @@ const mutations = {
   'no prisma generate': dockerfile.replace('npm run generate --workspace @po/db', 'true'),
   'single stage': dockerfile.replace(/^FROM \$\{NODE_IMAGE\} AS runtime$[\s\S]*/m, ''),
   'workspace manifest missing': dockerfile.replace(/^COPY libs\/queues\/package\.json.*$/m, ''),
+  'commit not stamped': dockerfile.replace('ENV GIT_COMMIT=${GIT_COMMIT}', 'ENV GIT_COMMIT=unknown'),
+  'no OCI labels': dockerfile.replace(/^LABEL /m, 'ENV '),
 };
 for (const [name, mutated] of Object.entries(mutations)) {
   if (mutated === dockerfile) problems.push(`self-test "${name}": the mutation did not apply`);

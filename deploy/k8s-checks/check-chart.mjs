@@ -7,12 +7,15 @@
 //   3. the facts that matter: five services with probes, drain and secrets by reference, the
 //      migration hook, the routing table of the one base URL, the sticky rule of each mode, and
 //      what is exposed to whom (exposure.mjs: metrics ports, NetworkPolicy, bodies, TLS);
-//   4. bad values fail at render time (values.schema.json and the chart's own checks).
+//   4. bad values fail at render time (values.schema.json and the chart's own checks);
+//   5. every Kubernetes version the chart claims, 1.20 on (compat.mjs): the API versions chosen
+//      there, only kinds that version serves, the oldest render typechecked against its schemas.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { brokenOldDocuments, checkKubeVersions, SCHEMAS_1_21 } from './compat.mjs';
 import { checkExposure } from './exposure.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -136,23 +139,28 @@ function render(name, values) {
     fail(name, `helm template failed:\n${out.stderr}`);
     return null;
   }
-  const docs = parseAllDocuments(out.stdout).map((d) => {
+  const docs = parse(name, out.stdout);
+  const notes = helm(['install', RELEASE, CHART, '-n', NAMESPACE, '--dry-run=client', '-f', file]);
+  if (notes.status !== 0) fail(name, `helm install --dry-run=client failed:\n${notes.stderr}`);
+  return { text: out.stdout, docs, notes: notes.stdout.split('NOTES:')[1] ?? '' };
+}
+
+function parse(name, text) {
+  const docs = parseAllDocuments(text).map((d) => {
     if (d.errors.length) fail(name, `rendered YAML does not parse: ${d.errors[0].message}`);
     return d.toJS();
   });
-  const notes = helm(['install', RELEASE, CHART, '-n', NAMESPACE, '--dry-run=client', '-f', file]);
-  if (notes.status !== 0) fail(name, `helm install --dry-run=client failed:\n${notes.stderr}`);
-  return { text: out.stdout, docs: docs.filter((d) => d !== null), notes: notes.stdout.split('NOTES:')[1] ?? '' };
+  return docs.filter((d) => d !== null);
 }
 
 // ---- typecheck: one .ts file per value set, each document `satisfies` its kind's type
-function typecheckSource(name, docs) {
+function typecheckSource(name, docs, schemas = SCHEMAS) {
   const imports = new Map();
   const lines = [];
   docs.forEach((doc, i) => {
     const key = `${doc.apiVersion}/${doc.kind}`;
-    const schema = SCHEMAS[key];
-    if (!schema) return fail(name, `no schema for ${key} (${doc.metadata?.name}): add one to SCHEMAS`);
+    const schema = schemas[key];
+    if (!schema) return fail(name, `no schema for ${key} (${doc.metadata?.name}): add one to SCHEMAS (SCHEMAS_1_21 for the oldest version)`);
     if (!imports.has(schema[0])) imports.set(schema[0], `S${imports.size}`);
     lines.push(`export const d${i} = ${JSON.stringify(doc)} satisfies ${imports.get(schema[0])}.${schema[1]};`);
   });
@@ -193,19 +201,23 @@ function brokenDocuments(docs) {
   }));
 }
 
-function typecheck(rendered) {
+function typecheck(rendered, kubeRenders) {
   const files = [];
-  for (const [name, r] of Object.entries(rendered)) {
+  const sources = [
+    ...Object.entries(rendered).map(([name, r]) => [name, r.docs, SCHEMAS]),
+    ...kubeRenders.filter((r) => r.types).map((r) => [r.name, r.docs, r.types === '1.21' ? SCHEMAS_1_21 : SCHEMAS]),
+  ];
+  for (const [name, docs, schemas] of sources) {
     const file = join(WORK, `${name}.ts`);
-    writeFileSync(file, typecheckSource(name, r.docs));
+    writeFileSync(file, typecheckSource(name, docs, schemas));
     files.push(file);
   }
   // The broken documents, typed as the kind they pretend to be.
-  const broken = brokenDocuments(rendered.default.docs);
+  const broken = [...brokenDocuments(rendered.default.docs), ...brokenOldDocuments(kubeRenders)];
   const lines = [];
   const imports = new Map();
-  broken.forEach(({ doc, as }, i) => {
-    const [from, type] = SCHEMAS[as];
+  broken.forEach(({ doc, as, schemas = SCHEMAS }, i) => {
+    const [from, type] = schemas[as];
     if (!imports.has(from)) imports.set(from, `B${imports.size}`);
     lines.push('// @ts-expect-error -- deliberately broken: the schema check must reject it');
     lines.push(`export const b${i} = ${JSON.stringify(doc)} satisfies ${imports.get(from)}.${type};`);
@@ -379,8 +391,16 @@ function checkFacts(set, values, { docs, text, notes }) {
     check(set, sticky === 'header-hash' ? policies.length === 1 && policies[0].spec.loadBalancer.consistentHash.header.name === header && policies[0].spec.targetRefs[0].name === wr?.metadata.name : policies.length === 0, `BackendTrafficPolicy wrong in mode ${sticky}`);
   }
 
-  // NOTES tell the operator how to create an application key.
-  check(set, notes.includes('node services/api-gateway/dist/admin/cli.js apps create --name NAME'), 'NOTES.txt lacks the admin command');
+  // NOTES print the next commands: an application key, the API from a laptop, the CLI, the migration Job.
+  const api = svcName('api-gateway');
+  const apiPort = values.services?.['api-gateway']?.port ?? 8080;
+  check(set, notes.includes(`exec deploy/${api} -- \\\n       node services/api-gateway/dist/admin/cli.js apps create --name demo`), 'NOTES.txt lacks the admin command');
+  check(set, notes.includes(`kubectl -n ${NAMESPACE} port-forward svc/${api} 8080:${apiPort}`), 'NOTES.txt lacks the port-forward to the api-gateway Service');
+  check(set, notes.includes('curl -s http://127.0.0.1:8080/healthz'), 'NOTES.txt lacks the /healthz call');
+  check(set, notes.includes('PO_API_URL=http://127.0.0.1:8080 PO_API_KEY=') && notes.includes('npx po pipelines list'), 'NOTES.txt lacks the po CLI example');
+  if (values.migrations?.enabled ?? true) {
+    check(set, notes.includes(`logs job/${RELEASE}-pipeline-orchestration-migrate`) && notes.includes(`exec deploy/${api} -- node deploy/docker/entrypoint.mjs migrate status`), 'NOTES.txt lacks the migration Job commands');
+  } else check(set, notes.includes('migrations.enabled=false'), 'NOTES.txt does not say migrations are off');
   check(set, notes.includes(`workerRouting.sticky=${sticky}`), 'NOTES.txt does not name the sticky mode');
 
   checkExposure({ values, docs, notes, release: RELEASE, namespace: NAMESPACE, svcName, check: (ok, msg) => check(set, ok, msg) });
@@ -402,10 +422,16 @@ for (const [name, values] of Object.entries(VALUE_SETS)) {
   for (const d of r.docs) kinds[d.kind] = (kinds[d.kind] ?? 0) + 1;
   console.log(`  ${name.padEnd(24)} lint --strict ok, ${r.docs.length} documents (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(', ')})`);
 }
+const kubeRenders = checkKubeVersions({ helm, chart: CHART, release: RELEASE, namespace: NAMESPACE, valuesFile, parse, check });
+for (const r of kubeRenders) {
+  const apis = [...new Set(r.docs.filter((d) => ['PodDisruptionBudget', 'HorizontalPodAutoscaler'].includes(d.kind)).map((d) => d.apiVersion))];
+  console.log(`  ${r.name.padEnd(24)} ${r.discovery ? 'discovery' : 'offline  '} ${r.docs.length} documents, ${apis.join(' + ')}`);
+}
 if (rendered.default) {
-  const broken = typecheck(rendered);
+  const broken = typecheck(rendered, kubeRenders);
   const total = Object.values(rendered).reduce((n, r) => n + r.docs.length, 0);
-  console.log(`  schemas: ${total} documents typechecked (tsc, kubernetes-types ${KUBE_VERSION}); ${broken} broken documents rejected as expected`);
+  const old = kubeRenders.filter((r) => r.types === '1.21').reduce((n, r) => n + r.docs.length, 0);
+  console.log(`  schemas: ${total} documents typechecked (tsc, kubernetes-types ${KUBE_VERSION}), ${old} of Kubernetes 1.20 against kubernetes-types 1.21; ${broken} broken documents rejected as expected`);
 }
 
 // Settings the services read that the chart's config does not carry (they still work through

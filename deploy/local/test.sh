@@ -16,7 +16,7 @@ npx tsc -p tsconfig.lint.json
 
 step "lint (npx eslint .)"
 npx eslint .
-step "chart and image checks (bash deploy/k8s-checks/run.sh)"; bash deploy/k8s-checks/run.sh
+step "chart, image and release checks (bash deploy/k8s-checks/run.sh)"; bash deploy/k8s-checks/run.sh
 
 # e2e runs after the rest, not beside it: its clusters and the integration files would otherwise
 # compete for PostgreSQL connections and for the two cores.

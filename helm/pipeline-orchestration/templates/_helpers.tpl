@@ -53,6 +53,35 @@ app.kubernetes.io/component: {{ .service }}
 {{- end -}}
 {{- end -}}
 
+{{/*
+API versions that differ across the Kubernetes versions the chart supports (Chart.yaml kubeVersion,
+decision 0091). A cluster's discovery lists group/version/kind, so helm install, upgrade and
+`template --validate` pick what the API server serves. Offline (`helm template`) the list holds
+group/versions only, so the Kubernetes version decides (--kube-version, else helm's own).
+*/}}
+{{- define "po.pdbApiVersion" -}}
+{{- $api := .Capabilities.APIVersions -}}
+{{- if $api.Has "policy/v1/PodDisruptionBudget" -}}policy/v1
+{{- else if $api.Has "policy/v1beta1/PodDisruptionBudget" -}}policy/v1beta1
+{{- else if semverCompare ">=1.21.0-0" .Capabilities.KubeVersion.Version -}}policy/v1
+{{- else -}}policy/v1beta1
+{{- end -}}
+{{- end -}}
+
+{{- define "po.hpaApiVersion" -}}
+{{- $api := .Capabilities.APIVersions -}}
+{{- if $api.Has "autoscaling/v2/HorizontalPodAutoscaler" -}}autoscaling/v2
+{{- else if $api.Has "autoscaling/v2beta2/HorizontalPodAutoscaler" -}}autoscaling/v2beta2
+{{- else if semverCompare ">=1.23.0-0" .Capabilities.KubeVersion.Version -}}autoscaling/v2
+{{- else -}}autoscaling/v2beta2
+{{- end -}}
+{{- end -}}
+
+{{/* PodDisruptionBudget unhealthyPodEvictionPolicy: policy/v1 only, on by default from 1.27 (beta). */}}
+{{- define "po.pdbUnhealthyPodEviction" -}}
+{{- if and (eq (include "po.pdbApiVersion" .) "policy/v1") (semverCompare ">=1.27.0-0" .Capabilities.KubeVersion.Version) -}}true{{- end -}}
+{{- end -}}
+
 {{/* DATABASE_URL and REDIS_URL from existing Secrets; never values. */}}
 {{- define "po.secretEnv" -}}
 - name: DATABASE_URL
