@@ -274,6 +274,9 @@ function banner(urls, app) {
     `     -H 'Content-Type: application/json' -H 'X-API-Key: ${app?.apiKey ?? '<API key>'}' \\`,
     `     -d '${body}'`,
     '',
+    ' Or with the po command line (libs/cli; `po --help`):',
+    `   PO_API_URL=${api} PO_API_KEY=${app?.apiKey ?? '<API key>'} npx po pipelines list`,
+    '',
     ' Ctrl-C stops everything.',
     rule,
   ].filter((line) => line !== undefined);

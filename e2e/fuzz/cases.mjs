@@ -54,6 +54,7 @@ const isProbe = (op) =>
   SCOPED.has(op.key) ||
   [
     'POST /pipelines/idempotent',
+    'GET /pipelines',
     'GET /schedules',
     'GET /workers',
     'POST /workers/bootstrap',
@@ -105,7 +106,8 @@ function queryFor(d, op) {
   for (const p of op.queryParams) {
     if (!d.chance(0.4)) continue;
     if (p.name === 'limit') pairs.push(`limit=${d.pick([1, 2, 50, 200])}`);
-    if (p.name === 'status') pairs.push(`status=${d.pick(p.schema.enum)}`);
+    // GET /pipelines takes several statuses (an array parameter), GET /schedules one.
+    if (p.name === 'status') pairs.push(`status=${d.pick(p.schema.enum ?? p.schema.items.enum)}`);
     if (p.name === 'cursor' && d.chance(0.3))
       pairs.push(`cursor=${Buffer.from(`{"after":${d.int(1, 100)}}`).toString('base64url')}`);
   }

@@ -9,6 +9,7 @@ import {
   toUtcMillis,
   validateLogRequest,
   validateResultSubmit,
+  validateScheduleBackfill,
   validateScheduleUpsert,
   type FieldError,
   type Validation,
@@ -82,6 +83,8 @@ describe('date-time bounds: years 1 to 9999 in UTC, on every request date-time f
     ['worker event at', (at) => eventsRequestValidator(100)({ workerId: 'w', events: [{ kind: 'custom' }, { kind: 'custom', at }] }), '/events/1/at'],
     ['result log created', (at) => validateResultSubmit({ stageId: 1, executionId: 'e', attempt: 1, isSuccess: true, logs: [{ message: 'm', created: at }] }), '/logs/0/created'],
     ['schedule runAt', (at) => validateScheduleUpsert({ kind: 'Once', runAt: at, definition }), '/runAt'],
+    ['backfill from', (at) => validateScheduleBackfill({ from: at, to: '2030-01-01T00:00:00Z' }), '/from'],
+    ['backfill to', (at) => validateScheduleBackfill({ from: '0001-01-01T00:00:00Z', to: at }), '/to'],
   ];
 
   it.each(cases)('%s: year 0 is a 400 at the field, saying the bounds', (_what, validate, field) => {
@@ -101,6 +104,8 @@ describe('date-time bounds: years 1 to 9999 in UTC, on every request date-time f
     for (const schema of registeredSchemas()) visit(schema, String(schema.title));
     expect(requestFields.sort()).toEqual([
       'LogRequest/properties/created',
+      'ScheduleBackfillRequest/properties/from',
+      'ScheduleBackfillRequest/properties/to',
       'ScheduleUpsertRequest/properties/runAt',
       'StageResultLog/properties/created',
       'WorkerEvent/properties/at',

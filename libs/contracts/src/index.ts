@@ -23,7 +23,9 @@ export type { JsonObject, JsonPrimitive, JsonValue, NonNullJsonValue } from './j
 export { bodyLimits, limits } from './limits.js';
 export * from './pipelines.js';
 export * from './pipeline-responses.js';
+export * from './pipeline-search.js';
 export * from './schedules.js';
+export * from './schedule-backfill.js';
 export * from './workers.js';
 export * from './worker-validators.js';
 export * from './worker-queues.js';

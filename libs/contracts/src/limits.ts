@@ -23,6 +23,8 @@ export const limits = {
   catchupMaxMin: 1,
   catchupMaxMax: 1000,
   jitterSecondsMax: 3600,
+  /** Ticks one POST /schedules/{name}/backfill may cover (issue 11). */
+  backfillTicks: 1000,
   pageSizeMin: 1,
   pageSizeMax: 200,
   pageSizeDefault: 50,
@@ -82,6 +84,11 @@ export const bodyLimits = {
     OBJECT_ROOM,
   /** POST /schedules/{name}/trigger: an input of at most 262144 bytes, with room for its escapes. */
   scheduleTrigger: 2 * limits.stageInputBytes + OBJECT_ROOM,
+  /**
+   * POST /schedules/{name}/backfill: the same input, plus two date-times and a policy, which the
+   * object room covers (the same limit as a trigger).
+   */
+  scheduleBackfill: 2 * limits.stageInputBytes + OBJECT_ROOM,
   /** POST /stages/{stageId}/result (api-spec Limits). */
   result: limits.resultRequestBytes,
   /** POST /workers/events with a batch of at most `maxBatch` events (WORKER_EVENTS_MAX_BATCH). */

@@ -206,14 +206,17 @@ describe('document structure (OpenAPI 3.1)', () => {
 });
 
 describe('coverage of the API', () => {
-  // api-spec.md "Endpoints", plus worker activity (issue item 5), stage log pages (decision 0084) and this document.
+  // api-spec.md "Endpoints", plus worker activity (issue item 5), stage log pages (decision 0084),
+  // schedule backfill (issue 11, decision 0087) and this document.
   const expected = [
     'POST /pipelines',
+    'GET /pipelines',
     'POST /pipelines/idempotent',
     'POST /pipelines/by-idempotency-key',
     'GET /pipelines/{pipelineId}',
     'GET /pipelines/{pipelineId}/stages/{stageId}/logs',
     'POST /pipelines/{pipelineId}/cancel',
+    'POST /pipelines/{pipelineId}/rerun',
     'POST /pipelines/{pipelineId}/stages',
     'POST /stages/{stageId}/resume',
     'GET /schedules',
@@ -224,6 +227,7 @@ describe('coverage of the API', () => {
     'POST /schedules/{name}/resume',
     'POST /schedules/{name}/archive',
     'POST /schedules/{name}/trigger',
+    'POST /schedules/{name}/backfill',
     'POST /workers/bootstrap',
     'POST /workers/heartbeat',
     'POST /workers/events',
@@ -369,6 +373,38 @@ describe('credentials and statuses per api-spec (spot checks)', () => {
       maximum: 200,
       default: 50,
     });
+  });
+
+  it('pipeline search and rerun (decision 0089): repeatable filters, signed cursors, 409 while not terminal', () => {
+    const list = op('get', '/pipelines');
+    expect(list.security).toEqual([{ ApiKey: [] }]);
+    expect(list.parameters?.map((p) => p.$ref.split('/').pop())).toEqual([
+      'pipelineStatus',
+      'pipelineNamePrefix',
+      'keyword',
+      'scheduleName',
+      'createdAfter',
+      'createdBefore',
+      'stageHandlerName',
+      'cursor',
+      'limit',
+    ]);
+    const params = doc.components.parameters;
+    expect(params.pipelineStatus).toMatchObject({ name: 'status', in: 'query' });
+    expect(params.pipelineStatus?.schema).toEqual({
+      type: 'array',
+      items: { type: 'string', enum: ['NotStarted', 'Pending', 'Running', 'Paused', 'Completed', 'Failed', 'Cancelled'] },
+    });
+    expect(params.pipelineNamePrefix).toMatchObject({ name: 'name', in: 'query' });
+    expect(params.keyword?.schema).toMatchObject({ type: 'array', maxItems: 10 });
+    expect(params.createdAfter?.schema).toEqual({ type: 'string', format: 'date-time' });
+    expect(statuses(list)).toEqual(['200', '400', '401', '500']);
+    expect(deref<OpenApiResponse>(list.responses['200']!).content?.['application/json']?.schema).toEqual({
+      $ref: '#/components/schemas/PipelinePage',
+    });
+    const rerun = op('post', '/pipelines/{pipelineId}/rerun');
+    expect(statuses(rerun)).toEqual(['201', '400', '401', '404', '409', '413', '500']);
+    expect(rerun.responses['409']?.description).toContain('pipeline_not_terminal');
   });
 
   it('schedules: status filter, cancel 504, resume 409 and 400', () => {

@@ -116,7 +116,14 @@ export interface PipelineResponse {
   idempotencyKey: string | null;
   isTerminal: boolean;
   wasExisting: boolean;
+  /** The pipeline this one reruns (POST /pipelines/{pipelineId}/rerun), or null. */
+  rerunOf: number | null;
+  /** Ids of this pipeline's newest reruns (at most RERUNS_SHOWN), newest first. */
+  reruns: number[];
 }
+
+/** How many of a pipeline's reruns its response names (the newest). */
+export const RERUNS_SHOWN = 20;
 
 export interface IdempotentPipelineCreateResponse {
   pipeline: PipelineResponse;
@@ -244,6 +251,15 @@ export const pipelineResponseSchema = response('PipelineResponse', {
   idempotencyKey: nullable(str()),
   isTerminal: bool(),
   wasExisting: bool(),
+  rerunOf: {
+    ...nullable(rid()),
+    description:
+      'the pipeline this one reruns (POST /pipelines/{pipelineId}/rerun), or null; it may since have been deleted by retention',
+  },
+  reruns: {
+    ...arrayOf(rid(), { maxItems: RERUNS_SHOWN }),
+    description: `ids of the newest reruns of this pipeline (at most ${RERUNS_SHOWN}), newest first`,
+  },
 });
 
 export const idempotentPipelineCreateResponseSchema = response('IdempotentPipelineCreateResponse', {

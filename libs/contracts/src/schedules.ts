@@ -1,5 +1,6 @@
 // Schedules: the upsert and trigger requests, the Schedule, ScheduleRun, page and trigger
-// responses (api-spec.md "Schedule resources", addendum §5.5, §5.6, §5.7, §14).
+// responses (api-spec.md "Schedule resources", addendum §5.5, §5.6, §5.7, §14). Backfill:
+// schedule-backfill.ts.
 import { toUtcMillis } from './datetime.js';
 import {
   arrayOf,
@@ -39,7 +40,8 @@ export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 export const CATCHUP_POLICIES = ['None', 'One', 'All'] as const;
 export type CatchupPolicy = (typeof CATCHUP_POLICIES)[number];
 
-export const SCHEDULE_RUN_TRIGGERS = ['Scheduled', 'Manual', 'Catchup'] as const;
+/** Backfill: a run POST /schedules/{name}/backfill made for a tick of a past (or future) range. */
+export const SCHEDULE_RUN_TRIGGERS = ['Scheduled', 'Manual', 'Catchup', 'Backfill'] as const;
 export type ScheduleRunTrigger = (typeof SCHEDULE_RUN_TRIGGERS)[number];
 
 export const SCHEDULE_RUN_STATUSES = ['Created', 'Queued', 'Skipped', 'Failed'] as const;

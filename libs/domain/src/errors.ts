@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'conflict'
   | 'idempotency_conflict'
   | 'pipeline_terminal'
+  | 'pipeline_not_terminal'
   | 'stage_not_waiting'
   | 'decision_conflict'
   | 'schedule_archived'
@@ -68,6 +69,13 @@ export class NotFound extends DomainError {
 export class PipelineTerminal extends DomainError {
   constructor(pipelineId: number, status: string) {
     super('pipeline_terminal', `Pipeline ${pipelineId} is ${status}; it can no longer change.`);
+  }
+}
+
+/** A rerun of a pipeline that has not ended: only a terminal pipeline can be rerun (decision 0089). */
+export class PipelineNotTerminal extends DomainError {
+  constructor(pipelineId: number, status: string) {
+    super('pipeline_not_terminal', `Pipeline ${pipelineId} is ${status}; only a Completed, Failed or Cancelled pipeline can be rerun.`);
   }
 }
 

@@ -9,3 +9,15 @@ export { onShutdown, type ShutdownStep } from './shutdown.js';
 export { problemStatus, toProblem } from './problem.js';
 export { sendJson, sendEmpty } from './respond.js';
 export { createRouter, type Router } from './router.js';
+export {
+  cursorSigner,
+  invalidCursor,
+  lazyCursorSigner,
+  listingOf,
+  pageOf,
+  readCursor,
+  type CursorPartKind,
+  type CursorPosition,
+  type CursorSigner,
+  type CursorToken,
+} from './cursor.js';

@@ -1,4 +1,5 @@
 import type { ApiKeyCache, Db, DbOrTx, Sql } from '@po/db';
+import type { CursorSigner } from '@po/http';
 import type { PipelineEvent, PipelineEventsProducer } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 
@@ -13,6 +14,8 @@ export interface Deps {
   logger: Logger;
   clock: () => Date;
   cancelTimeoutSeconds: number;
+  /** Signs and verifies page cursors; its key is read from PostgreSQL once (decision 0089). */
+  cursors: () => Promise<CursorSigner>;
 }
 
 /**

@@ -1,7 +1,7 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
-import { API_KEY_CACHE, createApiKeyCache, createDb, sqlOf } from '@po/db';
-import { listen, listenMetrics, onShutdown } from '@po/http';
+import { API_KEY_CACHE, createApiKeyCache, createDb, readCursorSecret, sqlOf } from '@po/db';
+import { lazyCursorSigner, listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
 import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
@@ -13,9 +13,10 @@ const db = createDb(config.databaseUrl, { max: config.databasePoolMax, ca: confi
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
+const cursors = lazyCursorSigner(() => readCursorSecret(sqlOf(db)));
 
 const app = buildApp(
-  { db, sql: sqlOf(db), keys, events, logger, clock: () => new Date(), cancelTimeoutSeconds: config.cancelTimeoutSeconds },
+  { db, sql: sqlOf(db), keys, events, logger, clock: () => new Date(), cancelTimeoutSeconds: config.cancelTimeoutSeconds, cursors },
   config,
   { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) },
 );

@@ -1,5 +1,7 @@
 import { MAX_ID } from '../fragments.js';
 import { limits } from '../limits.js';
+import { SEARCH_KEYWORDS_MAX } from '../pipeline-search.js';
+import { PIPELINE_STATUSES } from '../pipelines.js';
 import { SCHEDULE_STATUSES } from '../schedules.js';
 import { API_VERSION } from '../system.js';
 import { WORKER_ID_MAX_CHARS } from '../worker-activity.js';
@@ -178,6 +180,60 @@ function parameters(): OpenApiDocument['components']['parameters'] {
       required: false,
       description: 'only schedules in this status (default: all)',
       schema: { type: 'string', enum: [...SCHEDULE_STATUSES] },
+    },
+    pipelineStatus: {
+      name: 'status',
+      in: 'query',
+      required: false,
+      description: 'only pipelines in one of these statuses; repeat it for several (default: all)',
+      schema: { type: 'array', items: { type: 'string', enum: [...PIPELINE_STATUSES] } },
+    },
+    pipelineNamePrefix: {
+      name: 'name',
+      in: 'query',
+      required: false,
+      description: 'only pipelines whose name starts with this text, compared case-insensitively',
+      schema: { type: 'string', minLength: 1, maxLength: limits.pipelineNameChars },
+    },
+    keyword: {
+      name: 'keyword',
+      in: 'query',
+      required: false,
+      description: `only pipelines with a keyword of this key (\`KEY\`) or of this key and value (\`KEY=VALUE\`, split at the first \`=\`), compared exactly; repeat it (at most ${SEARCH_KEYWORDS_MAX} distinct) and every one must match`,
+      schema: {
+        type: 'array',
+        maxItems: SEARCH_KEYWORDS_MAX,
+        items: { type: 'string', minLength: 1, pattern: '^[^=]' },
+      },
+    },
+    scheduleName: {
+      name: 'scheduleName',
+      in: 'query',
+      required: false,
+      description: 'only pipelines created by this schedule of the application (name matched case-insensitively)',
+      schema: { type: 'string', minLength: 1, maxLength: limits.scheduleNameChars },
+    },
+    createdAfter: {
+      name: 'createdAfter',
+      in: 'query',
+      required: false,
+      description: 'only pipelines created at or after this instant (RFC 3339 with an offset)',
+      schema: { type: 'string', format: 'date-time' },
+    },
+    createdBefore: {
+      name: 'createdBefore',
+      in: 'query',
+      required: false,
+      description:
+        'only pipelines created before this instant (RFC 3339 with an offset; later than `createdAfter` when both are given)',
+      schema: { type: 'string', format: 'date-time' },
+    },
+    stageHandlerName: {
+      name: 'stageHandlerName',
+      in: 'query',
+      required: false,
+      description: 'only pipelines with a stage of exactly this handler',
+      schema: { type: 'string', minLength: 1, maxLength: limits.stageHandlerNameChars },
     },
   };
 }

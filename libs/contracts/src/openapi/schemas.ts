@@ -9,6 +9,7 @@ import { schemaId } from '../fragments.js';
 // Every module that registers schemas, so the document is complete whatever was imported first.
 import '../pipelines.js';
 import '../pipeline-responses.js';
+import '../pipeline-search.js';
 import '../problem.js';
 import '../schedules.js';
 import '../system.js';

@@ -50,7 +50,10 @@ const noLogs = () => `'[]'::json`;
 /**
  * $1 application id, $2 name, $3 trace id, $4 policies (json text or null), $5 idempotency key
  * (or null), $6 intent hash (null: no binding), $7 schedule id (or null), $8 now, $9 stages,
- * $10 context items, $11 keywords (json arrays).
+ * $10 context items, $11 keywords (json arrays), $12 the pipeline this one reruns (or null).
+ *
+ * A context item marked `copy` (a rerun's sensitive item) takes its value from the same key of
+ * pipeline $12, inside this statement: the value never leaves the database (decision 0089).
  *
  * With an intent hash the key is bound first (ON CONFLICT DO NOTHING): when it already was, or a
  * concurrent request bound it first (this statement waits for that one to commit), nothing else is
@@ -66,9 +69,9 @@ WITH reserved AS MATERIALIZED (
   RETURNING pipeline_id
 ), pipeline AS (
   INSERT INTO pipelines (id, application_id, name, trace_id, policies, idempotency_key, schedule_id,
-                         created_at, updated_at, dispatch_requested_at)
+                         created_at, updated_at, dispatch_requested_at, rerun_of)
   SELECT reserved.id, $1::int, $2::text, $3::text, $4::jsonb, $5::text, $7::bigint,
-         $8::timestamptz, $8::timestamptz, $8::timestamptz
+         $8::timestamptz, $8::timestamptz, $8::timestamptz, $12::bigint
   FROM reserved WHERE $6::text IS NULL OR EXISTS (SELECT 1 FROM bound)
   RETURNING *
 ), stage_ids AS MATERIALIZED (${reserveIds('stages_id_seq', '$9')}
@@ -76,8 +79,11 @@ WITH reserved AS MATERIALIZED (
 ), context_ids AS MATERIALIZED (${reserveIds('context_items_id_seq', '$10')}
 ), new_context AS (
   INSERT INTO context_items (id, pipeline_id, key, value, value_type, is_sensitive, updated_at)
-  SELECT i.id, pipeline.id, d.v->>'key', d.v->>'value', d.v->>'valueType', (d.v->>'isSensitive')::boolean,
-         $8::timestamptz
+  SELECT i.id, pipeline.id, d.v->>'key',
+         CASE WHEN (d.v->>'copy')::boolean IS TRUE
+              THEN (SELECT o.value FROM context_items o WHERE o.pipeline_id = $12::bigint AND o.key = d.v->>'key')
+              ELSE d.v->>'value' END,
+         d.v->>'valueType', (d.v->>'isSensitive')::boolean, $8::timestamptz
   FROM ${itemsWithIds('$10', 'context_ids')}
   RETURNING *
 ), keyword_ids AS MATERIALIZED (${reserveIds('pipeline_keywords_id_seq', '$11')}
@@ -111,11 +117,21 @@ const stageItem = (s: NewStage) => ({
   spanId: newSpanId(),
 });
 
-function creationValues(p: NewPipeline, now: Date, intentHash: string | null): unknown[] {
+/**
+ * A rerun: the pipeline it reruns, whose sensitive context values its own sensitive items take
+ * (the statement copies them; the values given for those items are not used).
+ */
+export interface RerunOrigin {
+  rerunOf: number;
+}
+
+function creationValues(p: NewPipeline, now: Date, intentHash: string | null, rerun: RerunOrigin | null = null): unknown[] {
   if (intentHash !== null && p.idempotencyKey === null) throw new Error('an intent hash needs an idempotency key');
   // Context keys are unique per pipeline: a repeated key keeps its last value (decision 0008),
   // at the place of its first occurrence.
-  const context = [...new Map(p.contextItems.map((c) => [c.key, c])).values()];
+  const context = [...new Map(p.contextItems.map((c) => [c.key, c])).values()].map((c) =>
+    rerun && c.isSensitive ? { key: c.key, valueType: c.valueType, isSensitive: true, copy: true } : c,
+  );
   return [
     p.applicationId,
     p.name,
@@ -128,6 +144,7 @@ function creationValues(p: NewPipeline, now: Date, intentHash: string | null): u
     jsonParam(p.stages.map(stageItem)),
     jsonParam(context),
     jsonParam(p.keywords),
+    rerun?.rerunOf ?? null,
   ];
 }
 
@@ -140,15 +157,18 @@ interface CreatedRow {
  * Creates a pipeline due for its first dispatcher pass, in one autocommitted statement (or in the
  * caller's transaction when `db` is one). With `intentHash`, the pipeline's idempotency key is
  * bound to it first; null means the key was bound before (or concurrently) and nothing was
- * created: resolve it with readPipelineByKey.
+ * created: resolve it with readPipelineByKey. With `rerun`, the pipeline names its original, and
+ * its sensitive context items copy that pipeline's values (the caller holds the original's row
+ * lock, so they are there).
  */
 export async function createPipeline(
   db: Queryable,
   p: NewPipeline,
   now: Date,
   intentHash: string | null = null,
+  rerun: RerunOrigin | null = null,
 ): Promise<PipelineRecord | null> {
-  const [row] = await db.query<CreatedRow>(CREATE, creationValues(p, now, intentHash));
+  const [row] = await db.query<CreatedRow>(CREATE, creationValues(p, now, intentHash, rerun));
   return row ? pipelineRecord(row.pipeline) : null;
 }
 

@@ -66,7 +66,14 @@ export interface PipelineRecord {
   contextItems: ContextItemRecord[];
   /** In id order. */
   keywords: { key: string; value: string }[];
+  /** The pipeline this one reruns (it may have been deleted since), or null. */
+  rerunOf: number | null;
+  /** Ids of this pipeline's newest reruns (at most RERUNS_SHOWN), newest first. */
+  reruns: number[];
 }
+
+/** How many of a pipeline's reruns its read names (newest first). */
+export const RERUNS_SHOWN = 20;
 
 /**
  * What a pipeline read shows of each stage's logs: the newest `count`, and of those only as many
@@ -123,12 +130,15 @@ export function pipelineJson(
     /** Joined to each stage row `s` when `logs` reads from it. */
     logsJoin?: (s: string) => string;
     logsTruncated?: (s: string) => string;
+    /** Json array of the ids of pipeline `p`'s newest reruns; none by default (a new pipeline). */
+    reruns?: (p: string) => string;
   },
 ): string {
   return `json_build_object(
     'id', ${p}.id, 'applicationId', ${p}.application_id, 'name', ${p}.name, 'traceId', ${p}.trace_id,
     'status', ${p}.status, 'createdAt', ${p}.created_at, 'finishedAt', ${p}.finished_at,
-    'idempotencyKey', ${p}.idempotency_key,
+    'idempotencyKey', ${p}.idempotency_key, 'rerunOf', ${p}.rerun_of,
+    'reruns', ${rows.reruns?.(p) ?? `'[]'::json`},
     'stages', (SELECT coalesce(json_agg(${stageJson('s', rows.logs('s'), rows.logsTruncated?.('s'))} ORDER BY s.position), '[]'::json)
                FROM ${rows.stages} s ${rows.logsJoin?.('s') ?? ''} WHERE s.pipeline_id = ${p}.id),
     'contextItems', (SELECT coalesce(json_agg(json_build_object(
@@ -147,6 +157,9 @@ export const STORED_PIPELINE_JSON = pipelineJson('p', {
   logsJoin: storedLogsJoin,
   logs: () => `coalesce(lg.logs, '[]'::json)`,
   logsTruncated: () => `coalesce(lg.truncated, false)`,
+  // pipelines_rerun_of_idx (partial: only reruns have an entry), newest RERUNS_SHOWN.
+  reruns: (p) => `coalesce((SELECT json_agg(r.id ORDER BY r.id DESC) FROM (
+    SELECT id FROM pipelines WHERE rerun_of = ${p}.id ORDER BY id DESC LIMIT ${RERUNS_SHOWN}) r), '[]'::json)`,
 });
 
 type Json<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };

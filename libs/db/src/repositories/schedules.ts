@@ -32,7 +32,8 @@ export interface SchedulePlanWrite {
   handledThrough: Date | null;
 }
 
-export type ScheduleRunTrigger = 'Scheduled' | 'Manual' | 'Catchup';
+/** Backfill: made by POST /schedules/{name}/backfill for a tick of a range (schedule-backfill.ts). */
+export type ScheduleRunTrigger = 'Scheduled' | 'Manual' | 'Catchup' | 'Backfill';
 export type ScheduleRunStatus = 'Created' | 'Queued' | 'Skipped' | 'Failed';
 
 export interface ScheduleRunRecord {

@@ -6,3 +6,4 @@ export * from './overlap.js';
 export * from './health.js';
 export * from './upsert.js';
 export * from './due.js';
+export * from './backfill.js';

@@ -1,62 +1,143 @@
-import { applicationExists, createApiKey, createApplication, disableApiKey, endKeySessions, type Db } from '@po/db';
+import {
+  applicationExists,
+  createApiKey,
+  createApplication,
+  disableApiKey,
+  endKeySessions,
+  type Db,
+} from '@po/db';
 import { hashSecret } from '@po/http';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { generateApiKey } from './keys.js';
 
 export class UsageError extends Error {}
 
+/** `--help` (or `--version`) was asked for: print `text` on stdout and exit 0. */
+export class HelpRequested extends Error {
+  constructor(readonly text: string) {
+    super('help requested');
+  }
+}
+
 const USAGE = `usage:
   admin apps create --name NAME
   admin apps keys create --app N [--expires-at ISO]
-  admin apps keys disable --key-id N`;
+  admin apps keys disable --key-id N
+  admin [command] --help`;
 
-function flags(args: string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (let i = 0; i < args.length; i += 2) {
-    const flag = args[i];
-    const value = args[i + 1];
-    if (!flag?.startsWith('--') || value === undefined) throw new UsageError(`unexpected argument "${flag ?? ''}"\n${USAGE}`);
-    out.set(flag.slice(2), value);
-  }
-  return out;
-}
+/** One admin command, parsed and checked, before it touches the database. */
+export type AdminCommand =
+  | { kind: 'apps create'; name: string }
+  | { kind: 'apps keys create'; applicationId: number; expiresAt: Date | null }
+  | { kind: 'apps keys disable'; keyId: number };
 
-function positiveInt(value: string | undefined, flag: string): number {
-  if (!value || !/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${flag} must be a positive integer`);
+function positiveInt(value: string): number {
+  if (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value)))
+    throw new InvalidArgumentError('must be a positive integer');
   return Number(value);
 }
 
-/** Runs one admin command; returns the JSON object to print. */
-export async function runAdmin(db: Db, argv: string[], now = new Date()): Promise<Record<string, unknown>> {
-  const [scope, verb, ...rest] = argv;
-  if (scope !== 'apps') throw new UsageError(USAGE);
-  if (verb === 'create') {
-    const name = flags(rest).get('name');
-    if (!name || [...name].length > 200) throw new UsageError('--name must be 1..200 characters');
-    const apiKey = generateApiKey();
-    const { app, key } = await db.$transaction(async (tx) => {
-      const app = await createApplication(tx, name);
-      const key = await createApiKey(tx, { applicationId: app.id, keyHash: hashSecret(apiKey), expiresAt: null });
-      return { app, key };
+/** The commander tree; each action records the parsed command in `parsed`. */
+function program(parsed: { command?: AdminCommand }, out: string[], err: string[]): Command {
+  const admin = new Command('admin')
+    .description(
+      'Operator command: applications and their API keys. Prints one JSON object on stdout (exit 0), or a message on stderr (exit 1).',
+    )
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => out.push(s), writeErr: (s) => err.push(s) });
+  const apps = admin.command('apps').description('applications and API keys');
+  apps
+    .command('create')
+    .description('create an application and its first API key (shown once)')
+    .requiredOption('--name <name>', 'application name, 1..200 characters')
+    .action((opts: { name: string }) => {
+      if (opts.name === '' || [...opts.name].length > 200)
+        throw new UsageError('--name must be 1..200 characters');
+      parsed.command = { kind: 'apps create', name: opts.name };
     });
-    return { applicationId: app.id, name: app.name, apiKey, keyId: key.id };
-  }
-  if (verb === 'keys') {
-    const [action, ...keyArgs] = rest;
-    const f = flags(keyArgs);
-    if (action === 'create') {
-      const applicationId = positiveInt(f.get('app'), 'app');
-      const expiresRaw = f.get('expires-at');
-      const expiresAt = expiresRaw === undefined ? null : new Date(expiresRaw);
-      if (expiresAt && (Number.isNaN(expiresAt.getTime()) || !/(Z|[+-]\d{2}:\d{2})$/i.test(expiresRaw ?? ''))) {
+  const keys = apps.command('keys').description('API keys of an application');
+  keys
+    .command('create')
+    .description('add an API key to an application (shown once)')
+    .requiredOption('--app <n>', 'application id', positiveInt)
+    .option('--expires-at <iso>', 'expiry: an ISO date-time with an offset (default: never)')
+    .action((opts: { app: number; expiresAt?: string }) => {
+      const raw = opts.expiresAt;
+      const expiresAt = raw === undefined ? null : new Date(raw);
+      if (
+        expiresAt &&
+        (Number.isNaN(expiresAt.getTime()) || !/(Z|[+-]\d{2}:\d{2})$/i.test(raw ?? ''))
+      ) {
         throw new UsageError('--expires-at must be an ISO date-time with an offset');
       }
-      if (!(await applicationExists(db, applicationId))) throw new UsageError(`application ${applicationId} does not exist`);
+      parsed.command = { kind: 'apps keys create', applicationId: opts.app, expiresAt };
+    });
+  keys
+    .command('disable')
+    .description('disable an API key and end the worker sessions it bootstrapped')
+    .requiredOption('--key-id <n>', 'API key id', positiveInt)
+    .action((opts: { keyId: number }) => {
+      parsed.command = { kind: 'apps keys disable', keyId: opts.keyId };
+    });
+  return admin;
+}
+
+/** Parses the arguments of one admin command (commander); UsageError or HelpRequested otherwise. */
+export function parseAdmin(argv: string[]): AdminCommand {
+  const parsed: { command?: AdminCommand } = {};
+  const out: string[] = [];
+  const err: string[] = [];
+  try {
+    program(parsed, out, err).parse(argv, { from: 'user' });
+  } catch (e) {
+    if (!(e instanceof CommanderError)) throw e;
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version')
+      throw new HelpRequested(out.join(''));
+    // No command given (commander showed the help on stderr), or an unknown command or option, a
+    // missing or invalid value: one message, then the usage.
+    const message = e.code === 'commander.help' ? '' : `${e.message.replace(/^error: /, '')}\n`;
+    throw new UsageError(`${message}${USAGE}`);
+  }
+  if (!parsed.command) throw new UsageError(USAGE);
+  return parsed.command;
+}
+
+/** Runs one admin command; returns the JSON object to print. */
+export async function runAdmin(
+  db: Db,
+  argv: string[],
+  now = new Date(),
+): Promise<Record<string, unknown>> {
+  const command = parseAdmin(argv);
+  switch (command.kind) {
+    case 'apps create': {
+      const apiKey = generateApiKey();
+      const { app, key } = await db.$transaction(async (tx) => {
+        const app = await createApplication(tx, command.name);
+        const key = await createApiKey(tx, {
+          applicationId: app.id,
+          keyHash: hashSecret(apiKey),
+          expiresAt: null,
+        });
+        return { app, key };
+      });
+      return { applicationId: app.id, name: app.name, apiKey, keyId: key.id };
+    }
+    case 'apps keys create': {
+      const { applicationId, expiresAt } = command;
+      if (!(await applicationExists(db, applicationId)))
+        throw new UsageError(`application ${applicationId} does not exist`);
       const apiKey = generateApiKey();
       const key = await createApiKey(db, { applicationId, keyHash: hashSecret(apiKey), expiresAt });
-      return { keyId: key.id, applicationId, apiKey, expiresAt: key.expiresAt?.toISOString() ?? null };
+      return {
+        keyId: key.id,
+        applicationId,
+        apiKey,
+        expiresAt: key.expiresAt?.toISOString() ?? null,
+      };
     }
-    if (action === 'disable') {
-      const keyId = positiveInt(f.get('key-id'), 'key-id');
+    case 'apps keys disable': {
+      const { keyId } = command;
       // The worker sessions the key bootstrapped end with it (decision 0082).
       const disabled = await db.$transaction(async (tx) => {
         const key = await disableApiKey(tx, keyId, now);
@@ -67,5 +148,4 @@ export async function runAdmin(db: Db, argv: string[], now = new Date()): Promis
       return { keyId, disabled: true };
     }
   }
-  throw new UsageError(USAGE);
 }

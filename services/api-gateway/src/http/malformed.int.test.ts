@@ -406,7 +406,7 @@ describe('path parameters', () => {
 describe('unknown routes', () => {
   it.each([
     ['GET', '/nope'],
-    ['GET', '/pipelines'],
+    ['GET', '/pipelines/1/rerun'],
     ['PUT', '/pipelines/1'],
     ['DELETE', '/pipelines/1'],
     ['POST', '/pipelines/1/unknown'],

@@ -27,7 +27,7 @@ function plan(definition: PipelineDefinitionInput, origin: { applicationId: numb
  * The pipeline's first span (tracing on only): the dispatcher makes each stage's span its child
  * through the traceparent of the pipeline.created event.
  */
-async function announceCreated(deps: Deps, pipeline: NewPipeline, pipelineId: number, startTime: number): Promise<void> {
+export async function announceCreated(deps: Deps, pipeline: NewPipeline, pipelineId: number, startTime: number): Promise<void> {
   const span: Span | undefined = startPipelineSpan('pipeline.create', { traceId: pipeline.traceId, applicationId: pipeline.applicationId, id: pipelineId }, startTime);
   await announce(deps, { type: 'pipeline.created', applicationId: pipeline.applicationId, pipelineId, traceparent: span && traceparentOf(span) });
   span?.end();

@@ -34,6 +34,8 @@ export function pipelineResponse(p: PipelineRecord, wasExisting = false) {
     idempotencyKey: p.idempotencyKey,
     isTerminal: isTerminalPipeline(p.status),
     wasExisting,
+    rerunOf: p.rerunOf,
+    reruns: p.reruns,
   };
 }
 

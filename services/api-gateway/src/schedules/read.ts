@@ -1,8 +1,9 @@
 import type { Schedule, ScheduleRun, ScheduleStatus } from '@po/contracts';
 import { findScheduleByName, listRuns, listSchedules, recentRuns } from '@po/db';
 import { HEALTH_WINDOW, NotFound } from '@po/domain';
+import { pageOf, readCursor } from '@po/http';
 import { readSnapshot, type Deps } from '../deps.js';
-import { cursorPosition, readCursor, toPage, type Listing } from './cursor.js';
+import { listingKey, type Listing } from './cursor.js';
 import { runResponse, scheduleResponse } from './view.js';
 
 export interface PageQuery {
@@ -37,8 +38,10 @@ export async function listSchedulesPage(
   applicationId: number,
   query: PageQuery & { status: ScheduleStatus | undefined },
 ): Promise<Page<Schedule>> {
-  const listing: Listing = { kind: 'schedules', applicationId, status: query.status };
-  const afterId = cursorPosition(listing, readCursor(query.cursor));
+  const key = listingKey({ kind: 'schedules', applicationId, status: query.status });
+  const token = readCursor(query.cursor, ['id']);
+  const cursors = await deps.cursors();
+  const afterId = cursors.verifyOptional(key, token)?.[0] as number | undefined;
   return readSnapshot(deps, async (tx) => {
     const rows = await listSchedules(tx, applicationId, {
       ...(query.status ? { status: query.status } : {}),
@@ -46,19 +49,21 @@ export async function listSchedulesPage(
       take: query.limit + 1,
     });
     const runs = await recentRuns(tx, rows.slice(0, query.limit).map((r) => r.id), HEALTH_WINDOW);
-    return toPage(rows, query.limit, listing, (r) => scheduleResponse(r, runs.get(r.id) ?? []));
+    return pageOf(rows, query.limit, (last) => cursors.issue(key, [last.id]), (r) => scheduleResponse(r, runs.get(r.id) ?? []));
   });
 }
 
 /** GET /schedules/{name}/runs (addendum §14.8): newest first; Archived schedules too; one snapshot. */
 export async function listRunsPage(deps: Deps, applicationId: number, name: string, query: PageQuery): Promise<Page<ScheduleRun>> {
-  const token = readCursor(query.cursor);
+  const token = readCursor(query.cursor, ['id']);
+  const cursors = await deps.cursors();
   return readSnapshot(deps, async (tx) => {
     const record = await findScheduleByName(tx, applicationId, name);
     if (!record) throw new NotFound(`Schedule "${name}" not found.`);
     const listing: Listing = { kind: 'runs', applicationId, scheduleId: record.id };
-    const beforeId = cursorPosition(listing, token);
+    const key = listingKey(listing);
+    const beforeId = cursors.verifyOptional(key, token)?.[0] as number | undefined;
     const rows = await listRuns(tx, record.id, { ...(beforeId !== undefined ? { beforeId } : {}), take: query.limit + 1 });
-    return toPage(rows, query.limit, listing, runResponse);
+    return pageOf(rows, query.limit, (last) => cursors.issue(key, [last.id]), runResponse);
   });
 }

@@ -6,8 +6,11 @@ import { pipelineResponse, type PipelineResponse } from '../pipelines/view.js';
 import { ScheduleArchived } from './plan.js';
 import { runResponse } from './view.js';
 
-/** The stored definition with the first stage's input replaced (addendum §5.7); null/omitted keeps it. */
-function definitionWithInput(definition: PipelineDefinitionInput, input: unknown): PipelineDefinitionInput {
+/**
+ * The stored definition with the first stage's input replaced (addendum §5.7); null/omitted keeps
+ * it. Trigger and backfill share it.
+ */
+export function definitionWithInput(definition: PipelineDefinitionInput, input: unknown): PipelineDefinitionInput {
   if (input === undefined || input === null) return definition;
   const [first, ...rest] = definition.stages;
   if (!first) return definition;

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
-import { API_KEY_CACHE, createApiKeyCache, sqlOf, type Db } from '@po/db';
-import { listen } from '@po/http';
+import { API_KEY_CACHE, createApiKeyCache, readCursorSecret, sqlOf, type Db } from '@po/db';
+import { lazyCursorSigner, listen } from '@po/http';
 import { createPipelineEventsProducer, createRedis, type PipelineEventsProducer } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import {
@@ -62,6 +62,7 @@ export async function startGateway(
     logger,
     clock: overrides.clock ?? (() => new Date()),
     cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10,
+    cursors: lazyCursorSigner(() => readCursorSecret(sqlOf(db))),
   };
   const app = buildApp(
     deps,
@@ -123,6 +124,7 @@ export async function startGateway(
   return {
     url,
     db,
+    deps,
     invalidKey,
     prefix,
     redis,

@@ -10,8 +10,9 @@ import {
 } from '@po/contracts';
 import { listWorkersOfApplication, workerEventsOf, type WorkerActivityRecord, type WorkerEventRecordRow } from '@po/db';
 import { NotFound } from '@po/domain';
+import { pageOf, readCursor } from '@po/http';
 import type { Deps } from '../deps.js';
-import { cursorPosition, encodeCursor, positionInteger, readCursor, type ActivityListing } from './cursor.js';
+import { listingKey } from './cursor.js';
 
 /** Worker activity read by applications (issue item 5; decision 0040). */
 
@@ -51,16 +52,13 @@ export function workerEventRecord(e: WorkerEventRecordRow): WorkerEventRecord {
 
 /** GET /workers: the application's workers by (createdAt, workerId) ascending. */
 export async function listWorkersPage(deps: Deps, applicationId: number, query: PageQuery): Promise<WorkerPage> {
-  const listing: ActivityListing = { kind: 'workers', applicationId };
-  const position = cursorPosition(listing, readCursor(query.cursor, 2));
-  const after = position && { createdAt: new Date(positionInteger(position[0])), id: position[1] ?? '' };
+  const key = listingKey({ kind: 'workers', applicationId });
+  const token = readCursor(query.cursor, ['time', 'text']);
+  const cursors = await deps.cursors();
+  const position = cursors.verifyOptional(key, token);
+  const after = position && { createdAt: new Date(position[0] as number), id: position[1] as string };
   const rows = await listWorkersOfApplication(deps.sql, applicationId, { ...(after ? { after } : {}), take: query.limit + 1 });
-  const page = rows.slice(0, query.limit);
-  const last = page[page.length - 1];
-  return {
-    items: page.map(workerSummary),
-    nextCursor: rows.length > query.limit && last ? encodeCursor(listing, [String(last.createdAt.getTime()), last.id]) : null,
-  };
+  return pageOf(rows, query.limit, (last) => cursors.issue(key, [last.createdAt.getTime(), last.id]), workerSummary);
 }
 
 /**
@@ -70,20 +68,15 @@ export async function listWorkersPage(deps: Deps, applicationId: number, query: 
  * the cursor claims; the page is only used once the cursor proved to be this listing's.
  */
 export async function listWorkerEventsPage(deps: Deps, applicationId: number, workerId: string, query: PageQuery): Promise<WorkerEventPage> {
-  const token = readCursor(query.cursor, 1);
-  const claimed = Number(token?.position[0]);
+  const token = readCursor(query.cursor, ['id']);
+  const cursors = await deps.cursors();
+  const claimed = token?.position[0] as number | undefined;
   const rows = await workerEventsOf(deps.sql, applicationId, workerId, {
-    ...(Number.isSafeInteger(claimed) ? { beforeId: claimed } : {}),
+    ...(claimed !== undefined ? { beforeId: claimed } : {}),
     take: query.limit + 1,
   });
   if (!rows) throw new NotFound(`Worker "${workerId}" not found.`);
-  const listing: ActivityListing = { kind: 'worker-events', applicationId, workerId };
-  const position = cursorPosition(listing, token);
-  if (position) positionInteger(position[0]);
-  const page = rows.slice(0, query.limit);
-  const last = page[page.length - 1];
-  return {
-    items: page.map(workerEventRecord),
-    nextCursor: rows.length > query.limit && last ? encodeCursor(listing, [String(last.id)]) : null,
-  };
+  const key = listingKey({ kind: 'worker-events', applicationId, workerId });
+  cursors.verifyOptional(key, token);
+  return pageOf(rows, query.limit, (last) => cursors.issue(key, [last.id]), workerEventRecord);
 }

@@ -22,6 +22,34 @@ export const PIPELINE_OPERATIONS: OperationSpec[] = [
     },
   },
   {
+    method: 'get',
+    path: '/pipelines',
+    service: 'api-gateway',
+    operationId: 'listPipelines',
+    tag: PIPELINES,
+    summary: 'Search the pipelines of the application, newest first',
+    description:
+      'Pipeline summaries (no stages, context values or keywords), newest first: createdAt, then id, descending. Every filter given must match; `status` and `keyword` may be repeated. Paged like the other lists: `limit` 1..200 (default 50) and the opaque `nextCursor`, non-null exactly when more pipelines matched after the page when it was read. A cursor is bound to the application and to the filters it was issued for (`limit` may change between pages); with other filters it is a 400 at `cursor`. Pipelines created after the first page was read are not on later pages (their position is before the cursor); one whose status changes between pages may move in or out of a status filter.',
+    security: 'apiKey',
+    parameters: [
+      'pipelineStatus',
+      'pipelineNamePrefix',
+      'keyword',
+      'scheduleName',
+      'createdAfter',
+      'createdBefore',
+      'stageHandlerName',
+      'cursor',
+      'limit',
+    ],
+    success: { '200': { description: 'a page of pipeline summaries', body: 'PipelinePage' } },
+    errors: {
+      '400':
+        'invalid `status`, `name`, `keyword`, `scheduleName`, `createdAfter`, `createdBefore` (or not later than `createdAfter`), `stageHandlerName`, `limit` or `cursor`',
+      '401': 'missing or invalid X-API-Key',
+    },
+  },
+  {
     method: 'post',
     path: '/pipelines/idempotent',
     service: 'api-gateway',
@@ -123,6 +151,26 @@ export const PIPELINE_OPERATIONS: OperationSpec[] = [
       '409': '`pipeline_terminal`: the pipeline is already terminal',
       '413': 'the (ignored) body is over API_MAX_BODY_BYTES',
       '504': 'cancellation timed out',
+    },
+  },
+  {
+    method: 'post',
+    path: '/pipelines/{pipelineId}/rerun',
+    service: 'api-gateway',
+    operationId: 'rerunPipeline',
+    tag: PIPELINES,
+    summary: 'Rerun a finished pipeline',
+    description:
+      'Creates a new pipeline from the definition the pipeline was created with: its name, policies, keywords, the stages it was created with (not those appended later) with their inputs and options, and the context items that no stage result changed or removed; sensitive values are carried over inside the service and shown redacted, like every sensitive value. The new pipeline has a new traceId (the request’s), no idempotency key and no schedule; its `rerunOf` names the original, whose `reruns` then lists it. A request body, if any, is ignored.',
+    security: 'apiKey',
+    parameters: ['pipelineId'],
+    success: { '201': { description: 'the new pipeline', body: 'PipelineResponse' } },
+    errors: {
+      '400': 'invalid `pipelineId`',
+      '401': 'missing or invalid X-API-Key',
+      '404': 'no such pipeline in this application',
+      '409': '`pipeline_not_terminal`: the pipeline is not Completed, Failed or Cancelled yet',
+      '413': 'the (ignored) body is over 65536 bytes',
     },
   },
   {

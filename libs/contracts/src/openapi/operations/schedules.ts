@@ -154,4 +154,32 @@ export const SCHEDULE_OPERATIONS: OperationSpec[] = [
       '500': 'the pipeline could not be created (the run is recorded as Failed)',
     },
   },
+  {
+    method: 'post',
+    path: '/schedules/{name}/backfill',
+    service: 'api-gateway',
+    operationId: 'backfillSchedule',
+    tag: SCHEDULES,
+    summary: 'Create runs for the ticks of a past (or future) range',
+    description:
+      "One run with trigger Backfill per tick of the schedule in [from, to): Cron ticks in the schedule time zone with the DST rules of planning, Interval and @every ticks anchor + k × interval for every integer k, a Once schedule its runAt. No jitter; the pipelines are created now. Overlap applies tick by tick, oldest first, with `overlapPolicy` or else the schedule's. Idempotent per tick: a tick that already has a Backfill run gets no second one, so repeating a request creates nothing. At most 1000 ticks per request. The schedule's own ticks and nextRunAt are untouched; Paused schedules are allowed.",
+    security: 'apiKey',
+    parameters: ['name'],
+    body: { schema: 'ScheduleBackfillRequest', required: true },
+    bodyLimitBytes: bodyLimits.scheduleBackfill,
+    success: {
+      '200': {
+        description:
+          'the number of ticks in the range, the runs this request created, and the Backfill runs of those ticks (new and earlier), oldest tick first',
+        body: 'ScheduleBackfillResponse',
+      },
+    },
+    errors: {
+      '400':
+        'invalid payload or `name`; `to` before `from`; more than 1000 ticks in the range (the message gives their number); `input` with overlapPolicy Queue; `not_plannable`: the stored plan can no longer be computed',
+      '401': 'missing or invalid X-API-Key',
+      '404': 'no such schedule in this application',
+      '409': '`schedule_archived`: the schedule is archived',
+    },
+  },
 ];

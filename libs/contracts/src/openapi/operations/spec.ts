@@ -1,7 +1,22 @@
 import type { HttpMethod, JsonMap, ServiceName } from '../types.js';
 
 type Security = 'none' | 'apiKey' | 'session' | 'apiKeyAndSession';
-type Parameter = 'pipelineId' | 'stageId' | 'name' | 'workerId' | 'limit' | 'cursor' | 'status';
+type Parameter =
+  | 'pipelineId'
+  | 'stageId'
+  | 'name'
+  | 'workerId'
+  | 'limit'
+  | 'cursor'
+  | 'status'
+  // GET /pipelines (decision 0089)
+  | 'pipelineStatus'
+  | 'pipelineNamePrefix'
+  | 'keyword'
+  | 'scheduleName'
+  | 'createdAfter'
+  | 'createdBefore'
+  | 'stageHandlerName';
 
 interface Success {
   description: string;

@@ -13,9 +13,16 @@ import {
 } from '@po/http';
 import {
   bodyLimits,
+  parseCreatedAfter,
+  parseCreatedBefore,
   parseCursor,
   parseId,
+  parseKeywordFilters,
   parseLimit,
+  parseNamePrefix,
+  parsePipelineStatuses,
+  parseScheduleNameFilter,
+  parseStageHandlerFilter,
   validateAppendStages,
   validateIdempotencyLookup,
   validateIdempotentCreate,
@@ -29,6 +36,8 @@ import type { Deps } from '../../deps.js';
 import { createIdempotentPipeline, createLegacyPipeline } from '../../pipelines/create.js';
 import { appendStages, cancelPipeline } from '../../pipelines/change.js';
 import { getPipeline, getPipelineByIdempotencyKey, listStageLogsPage } from '../../pipelines/read.js';
+import { rerunPipeline } from '../../pipelines/rerun.js';
+import { listPipelinesPage, type PipelineListQuery } from '../../pipelines/search.js';
 
 const acceptAny = (value: unknown) => ({ ok: true as const, value });
 
@@ -56,6 +65,27 @@ export function pipelineRoutes(
       await createLegacyPipeline(deps, applicationId, checked.value as LegacyPipelineCreateRequest, ctx.state.traceId),
     );
   });
+
+  // GET /pipelines (decision 0089): every parameter is checked, and every bad one reported, first.
+  router.get(
+    '/pipelines',
+    auth,
+    queryParams({
+      status: parsePipelineStatuses,
+      name: parseNamePrefix,
+      keyword: parseKeywordFilters,
+      scheduleName: parseScheduleNameFilter,
+      createdAfter: parseCreatedAfter,
+      createdBefore: parseCreatedBefore,
+      stageHandlerName: parseStageHandlerFilter,
+      cursor: parseCursor,
+      limit: parseLimit,
+    }),
+    async (ctx) => {
+      const query = ctx.state.params as unknown as PipelineListQuery;
+      sendJson(ctx, 200, await listPipelinesPage(deps, ctx.state.applicationId!, query));
+    },
+  );
 
   router.post(
     '/pipelines/idempotent',
@@ -106,6 +136,16 @@ export function pipelineRoutes(
     optionalJsonBody(acceptAny, small),
     async (ctx) => {
       sendJson(ctx, 200, await cancelPipeline(deps, ctx.state.applicationId!, pipelineId(ctx)));
+    },
+  );
+
+  router.post(
+    '/pipelines/:pipelineId/rerun',
+    auth,
+    pipelineIdParam,
+    optionalJsonBody(acceptAny, small),
+    async (ctx) => {
+      sendJson(ctx, 201, await rerunPipeline(deps, ctx.state.applicationId!, pipelineId(ctx), ctx.state.traceId));
     },
   );
 

@@ -5,12 +5,15 @@ import {
   parseLimit,
   parseScheduleName,
   parseScheduleStatus,
+  validateScheduleBackfill,
   validateScheduleTrigger,
+  type ScheduleBackfillRequest,
   type ScheduleStatus,
   type ScheduleTriggerRequest,
 } from '@po/contracts';
 import type { Deps } from '../../deps.js';
 import { listRunsPage, listSchedulesPage, getSchedule } from '../../schedules/read.js';
+import { backfillSchedule } from '../../schedules/backfill.js';
 import { archiveSchedule, pauseSchedule, resumeSchedule } from '../../schedules/lifecycle.js';
 import { triggerSchedule } from '../../schedules/trigger.js';
 import { upsertSchedule } from '../../schedules/upsert.js';
@@ -62,6 +65,10 @@ export function scheduleRoutes(deps: Deps, resolveKey: ApiKeyResolver, maxBodyBy
 
   router.post('/schedules/:name/trigger', auth, nameParam, optionalJsonBody(validateScheduleTrigger, Math.min(bodyLimits.scheduleTrigger, maxBodyBytes)), async (ctx) => {
     sendJson(ctx, 201, await triggerSchedule(deps, app(ctx), name(ctx), ctx.state.body as ScheduleTriggerRequest));
+  });
+
+  router.post('/schedules/:name/backfill', auth, nameParam, jsonBody(validateScheduleBackfill, Math.min(bodyLimits.scheduleBackfill, maxBodyBytes)), async (ctx) => {
+    sendJson(ctx, 200, await backfillSchedule(deps, app(ctx), name(ctx), ctx.state.body as ScheduleBackfillRequest));
   });
 
   return router;

@@ -1,0 +1,209 @@
+// Human output: aligned tables and "key  value" blocks. `--output json` bypasses all of this.
+import type {
+  PipelineResponse,
+  PipelineSummary,
+  Schedule,
+  ScheduleRun,
+  StageLog,
+  WorkerEventRecord,
+  WorkerSummary,
+} from '@po/client';
+
+export type Cell = string | number | boolean | null | undefined;
+
+function cell(value: Cell): string {
+  if (value === null || value === undefined || value === '') return '-';
+  // One line per row: a newline in a message would break the columns.
+  return String(value).replace(/\r?\n/g, ' ⏎ ');
+}
+
+/** Columns padded to their widest cell, two spaces apart, no trailing blanks. */
+export function table(headers: string[], rows: Cell[][]): string {
+  const text = [headers, ...rows.map((r) => r.map(cell))];
+  const widths = headers.map((_, i) => Math.max(...text.map((r) => [...(r[i] ?? '')].length)));
+  return text
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - [...c].length)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** `key  value` lines, keys aligned; entries whose value is undefined are left out. */
+export function details(entries: [string, Cell][]): string {
+  const shown = entries.filter(([, v]) => v !== undefined);
+  const width = Math.max(...shown.map(([k]) => k.length));
+  return shown.map(([k, v]) => `${k.padEnd(width)}  ${cell(v)}`).join('\n');
+}
+
+/** API times without milliseconds: `2025-03-01T12:00:00Z`. */
+export function time(iso: string | null | undefined): string | null {
+  if (!iso) return null;
+  return iso.replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** `Completed:2 Running:1` from per-status counts (statuses without stages left out). */
+export function stageCounts(counts: Partial<Record<string, number>> | undefined): string {
+  return Object.entries(counts ?? {})
+    .filter(([, n]) => (n ?? 0) > 0)
+    .map(([status, n]) => `${status}:${n}`)
+    .join(' ');
+}
+
+export function pipelineTable(items: PipelineSummary[]): string {
+  return table(
+    ['ID', 'NAME', 'STATUS', 'STAGES', 'CREATED', 'FINISHED', 'SCHEDULE'],
+    items.map((p) => [
+      p.id,
+      p.name,
+      p.status,
+      stageCounts(p.stageStatusCounts),
+      time(p.createdAt),
+      time(p.finishedAt),
+      p.scheduleName,
+    ]),
+  );
+}
+
+export function pipelineDetails(p: PipelineResponse): string {
+  const head = details([
+    ['pipeline', p.id],
+    ['name', p.name],
+    ['status', p.status],
+    ['created', time(p.createdAt)],
+    ['finished', time(p.finishedAt)],
+    ['trace id', p.traceId],
+    ['idempotency key', p.idempotencyKey ?? undefined],
+    ['rerun of', p.rerunOf ?? undefined],
+    [
+      'keywords',
+      p.pipelineKeywords.length
+        ? p.pipelineKeywords.map((k) => `${k.key}=${k.value}`).join(', ')
+        : undefined,
+    ],
+    [
+      'context',
+      p.pipelineContextItems.length
+        ? p.pipelineContextItems.map((c) => `${c.key}=${c.value}`).join(', ')
+        : undefined,
+    ],
+  ]);
+  const stages = table(
+    ['STAGE', 'NAME', 'HANDLER', 'STATUS', 'ATTEMPT', 'STARTED', 'FINISHED', 'ERROR'],
+    p.stages.map((s) => [
+      s.id,
+      s.name,
+      s.stageHandlerName,
+      s.status,
+      s.attempt,
+      time(s.startedAt),
+      time(s.finishedAt),
+      s.lastErrorCode,
+    ]),
+  );
+  return `${head}\n\n${stages}`;
+}
+
+function scheduleWhen(s: Schedule): string {
+  if (s.kind === 'Cron')
+    return `${s.cronExpression ?? ''}${s.timeZone && s.timeZone !== 'UTC' ? ` (${s.timeZone})` : ''}`;
+  if (s.kind === 'Interval') return `every ${s.intervalSeconds ?? '?'}s`;
+  return `once at ${time(s.runAt) ?? '?'}`;
+}
+
+export function scheduleTable(items: Schedule[]): string {
+  return table(
+    ['NAME', 'STATUS', 'KIND', 'WHEN', 'NEXT RUN', 'LAST RUN', 'LAST STATUS', 'HEALTH'],
+    items.map((s) => [
+      s.name,
+      s.status,
+      s.kind,
+      scheduleWhen(s),
+      time(s.nextRunAt),
+      time(s.lastRunAt),
+      s.lastRunStatus,
+      s.health.state,
+    ]),
+  );
+}
+
+export function scheduleDetails(s: Schedule): string {
+  const h = s.health;
+  return details([
+    ['schedule', s.name],
+    ['id', s.id],
+    ['status', s.status],
+    ['kind', s.kind],
+    ['when', scheduleWhen(s)],
+    ['next run', time(s.nextRunAt)],
+    ['last run', time(s.lastRunAt)],
+    ['last status', s.lastRunStatus],
+    ['last pipeline', s.lastPipelineId],
+    ['overlap', s.overlapPolicy],
+    ['catch-up', `${s.catchupPolicy} (max ${s.catchupMax})`],
+    ['jitter', `${s.jitterSeconds}s`],
+    [
+      'definition',
+      `v${s.definitionVersion}: ${s.definition.name} (${s.definition.stages.map((st) => st.stageName).join(', ')})`,
+    ],
+    [
+      'health',
+      `${h.state}: ${h.total} runs of the last ${h.windowSize}, completed ${h.completed}, failed ${h.failed}, cancelled ${h.cancelled}, running ${h.running}, skipped ${h.skipped}`,
+    ],
+    ['created', time(s.createdAt)],
+    ['updated', time(s.updatedAt)],
+  ]);
+}
+
+export function runTable(items: ScheduleRun[]): string {
+  return table(
+    [
+      'RUN',
+      'TRIGGER',
+      'STATUS',
+      'SCHEDULED FOR',
+      'CREATED',
+      'PIPELINE',
+      'PIPELINE STATUS',
+      'REASON',
+    ],
+    items.map((r) => [
+      r.id,
+      r.trigger,
+      r.status,
+      time(r.scheduledFor),
+      time(r.createdAt),
+      r.pipelineId,
+      r.pipelineStatus,
+      r.reason,
+    ]),
+  );
+}
+
+export function workerTable(items: WorkerSummary[]): string {
+  return table(
+    ['WORKER', 'INSTANCE', 'NAME', 'STATUS', 'HANDLERS', 'LAST HEARTBEAT', 'SESSION EXPIRES'],
+    items.map((w) => [
+      w.workerId,
+      w.instanceId,
+      w.workerName,
+      w.status,
+      w.handlers.join(','),
+      time(w.lastHeartbeatAt),
+      time(w.sessionExpiresAt),
+    ]),
+  );
+}
+
+export function workerEventTable(items: WorkerEventRecord[]): string {
+  return table(
+    ['ID', 'AT', 'KIND', 'PIPELINE', 'STAGE', 'MESSAGE'],
+    items.map((e) => [e.id, time(e.at), e.kind, e.pipelineId, e.stageId, e.message]),
+  );
+}
+
+export function logLines(items: StageLog[]): string {
+  return items.map((l) => `${time(l.created)}  ${l.logLevel.padEnd(11)}  ${l.message}`).join('\n');
+}

@@ -1,0 +1,3 @@
+export const DOCUMENT: string;
+export const OUTPUT: string;
+export function generateTypes(document?: string): Promise<string>;

@@ -1,0 +1,50 @@
+// Friendly names for the generated schema types.
+import type { components, operations } from './generated/openapi.js';
+
+type Schemas = components['schemas'];
+
+export type PipelineDefinition = Schemas['PipelineDefinition'];
+export type IdempotentPipelineCreateRequest = Schemas['IdempotentPipelineCreateRequest'];
+export type IdempotentPipelineCreateResponse = Schemas['IdempotentPipelineCreateResponse'];
+export type PipelineResponse = Schemas['PipelineResponse'];
+export type StageResponse = Schemas['StageResponse'];
+export type StageCreate = Schemas['StageCreate'];
+export type StageInfo = Schemas['StageInfo'];
+export type StageDto = Schemas['StageDto'];
+export type StageLog = Schemas['StageLog'];
+export type ResumeStageRequest = Schemas['ResumeStageRequest'];
+export type PipelineStatus = PipelineResponse['status'];
+export type StageStatus = NonNullable<StageResponse['status']>;
+export type Schedule = Schemas['Schedule'];
+export type ScheduleStatus = Schedule['status'];
+export type ScheduleUpsertRequest = Schemas['ScheduleUpsertRequest'];
+export type ScheduleRun = Schemas['ScheduleRun'];
+export type ScheduleBackfillRequest = Schemas['ScheduleBackfillRequest'];
+export type ScheduleBackfillResponse = Schemas['ScheduleBackfillResponse'];
+export type ScheduleTriggerRequest = Schemas['ScheduleTriggerRequest'];
+export type ScheduleTriggerResponse = Schemas['ScheduleTriggerResponse'];
+export type WorkerSummary = Schemas['WorkerSummary'];
+export type WorkerEventRecord = Schemas['WorkerEventRecord'];
+export type VersionInfo = Schemas['VersionInfo'];
+
+/** Pipeline statuses that end a pipeline (api-spec.md). */
+export const TERMINAL_PIPELINE_STATUSES: readonly PipelineStatus[] = [
+  'Completed',
+  'Failed',
+  'Cancelled',
+];
+export const PIPELINE_STATUSES: readonly PipelineStatus[] = [
+  'NotStarted',
+  'Pending',
+  'Running',
+  'Paused',
+  'Completed',
+  'Failed',
+  'Cancelled',
+];
+
+/** Filters and paging of GET /pipelines (`status` and `keyword` repeat; `name` is a prefix). */
+export type PipelineListQuery = NonNullable<operations['listPipelines']['parameters']['query']>;
+/** An item of GET /pipelines: no stages, context or keywords; stage counts per status. */
+export type PipelineSummary = Schemas['PipelineSummary'];
+export type PipelinePage = Schemas['PipelinePage'];
