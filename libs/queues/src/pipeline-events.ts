@@ -59,6 +59,8 @@ const JOB_OPTIONS = {
 
 export interface PipelineEventsProducer {
   publish(event: Omit<PipelineEvent, 'at'>): Promise<void>;
+  /** Publishes several events in one round trip to Redis (one addBulk), in order. */
+  publishMany(events: readonly Omit<PipelineEvent, 'at'>[]): Promise<void>;
   /** Publishes after `delayMs`; one pending wake-up per pipeline and due time. */
   publishDelayed(event: Omit<PipelineEvent, 'at'>, delayMs: number): Promise<void>;
   close(): Promise<void>;
@@ -70,6 +72,11 @@ export function createPipelineEventsProducer(connection: Redis, prefix: string):
     async publish(event) {
       const payload: PipelineEvent = { ...event, at: new Date().toISOString() };
       await queue.get().add(event.type, payload);
+    },
+    async publishMany(events) {
+      if (events.length === 0) return;
+      const at = new Date().toISOString();
+      await queue.get().addBulk(events.map((event) => ({ name: event.type, data: { ...event, at } satisfies PipelineEvent })));
     },
     async publishDelayed(event, delayMs) {
       const payload: PipelineEvent = { ...event, at: new Date().toISOString() };

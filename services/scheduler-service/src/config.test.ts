@@ -3,8 +3,13 @@ import { ConfigError } from '@po/config';
 import { parseConfig } from './config.js';
 
 describe('scheduler-service config', () => {
-  it('defaults: port 8083, misfire grace 60 s, poll 1000 ms, concurrency 8', () => {
-    expect(parseConfig({})).toMatchObject({ port: 8083, misfireGraceSeconds: 60, pollIntervalMs: 1000, concurrency: 8 });
+  it('defaults: port 8083, misfire grace 60 s, poll 1000 ms, concurrency 2, batch size 250', () => {
+    expect(parseConfig({})).toMatchObject({ port: 8083, misfireGraceSeconds: 60, pollIntervalMs: 1000, concurrency: 2, batchSize: 250 });
+  });
+
+  it('reads SCHEDULER_BATCH_SIZE, 1..1000', () => {
+    expect(parseConfig({ SCHEDULER_BATCH_SIZE: '40' }).batchSize).toBe(40);
+    for (const bad of ['0', '1001', '-5', '2.5', 'many']) expect(() => parseConfig({ SCHEDULER_BATCH_SIZE: bad }), bad).toThrow(/SCHEDULER_BATCH_SIZE/);
   });
 
   it('reads SCHEDULER_MISFIRE_GRACE_SECONDS and lists every problem', () => {

@@ -5,8 +5,10 @@ export interface SchedulerConfig extends CommonConfig {
   misfireGraceSeconds: number;
   /** Longest wait between two looks at the earliest nextRunAt (the safety net of the timer). */
   pollIntervalMs: number;
-  /** Due schedules handled at once, each in its own transaction. */
+  /** Fire transactions at once (batches of due schedules). */
   concurrency: number;
+  /** Due schedules per fire transaction, fired set-based (decision 0086). */
+  batchSize: number;
 }
 
 export function parseConfig(env: Record<string, string | undefined>): SchedulerConfig {
@@ -15,7 +17,8 @@ export function parseConfig(env: Record<string, string | undefined>): SchedulerC
     ...commonConfig(read, 8083),
     misfireGraceSeconds: read.int('SCHEDULER_MISFIRE_GRACE_SECONDS', 60, { min: 0 }),
     pollIntervalMs: read.int('SCHEDULER_POLL_INTERVAL_MS', 1000, { min: 50, max: 1000 }),
-    concurrency: read.int('SCHEDULER_CONCURRENCY', 8, { min: 1, max: 64 }),
+    concurrency: read.int('SCHEDULER_CONCURRENCY', 2, { min: 1, max: 64 }),
+    batchSize: read.int('SCHEDULER_BATCH_SIZE', 250, { min: 1, max: 1000 }),
   };
   read.done();
   return config;

@@ -7,12 +7,15 @@ import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { SchedulerDeps } from './scheduler/deps.js';
+import { warmFireConnections } from './scheduler/fire-batch.js';
 import { startSchedulerLoop } from './scheduler/loop.js';
+import { PLAN_CACHE_BYTES, PlanCache } from './scheduler/plan-cache.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'scheduler-service', level: config.logLevel });
 const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.concurrency + 4), ca: config.databaseCa });
 const redis = createRedis(config.redisUrl, 'producer');
+warmFireConnections(db);
 
 const deps: SchedulerDeps = {
   db,
@@ -20,8 +23,9 @@ const deps: SchedulerDeps = {
   logger,
   clock: () => new Date(),
   misfireGraceSeconds: config.misfireGraceSeconds,
+  plans: new PlanCache(PLAN_CACHE_BYTES),
 };
-const scheduler = startSchedulerLoop(deps, { pollIntervalMs: config.pollIntervalMs, concurrency: config.concurrency });
+const scheduler = startSchedulerLoop(deps, { pollIntervalMs: config.pollIntervalMs, concurrency: config.concurrency, batchSize: config.batchSize });
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
 const server = await listen(app, config.host, config.port);

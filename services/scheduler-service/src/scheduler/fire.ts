@@ -1,12 +1,10 @@
 import {
   advanceSchedules,
-  insertRuns,
   lockDueSchedules,
   lockSchedule,
   queuedRunCounts,
   schedulesWithQueuedRuns,
   unfinishedPipelines,
-  type NewRun,
   type SchedulePlanWrite,
 } from '@po/db';
 import { announceAll, type Announcement, type SchedulerDeps } from './deps.js';
@@ -32,73 +30,56 @@ export class FireFailed extends Error {
   }
 }
 
-export interface FireOptions {
-  /** Schedules per transaction. */
-  limit: number;
-  guarded: boolean;
-  /** Schedules not to take (this pass gave up on them). */
-  exclude?: ReadonlySet<number>;
-  /** Take only these schedules (when due). */
-  only?: readonly number[];
+/** After commit: metrics (so a batch rolled back and retried is counted once) and the missed-ticks log. */
+export function recordCommitted(deps: SchedulerDeps, results: readonly FireResult[], lagsMs: readonly number[]): void {
+  recordFired(results.flatMap((r) => r.outcomes), lagsMs);
+  for (const r of results) {
+    if (r.missed > 0) deps.logger.info({ scheduleId: r.scheduleId, missed: r.missed, catchupRuns: r.outcomes.length }, 'missed ticks');
+  }
 }
 
 /**
- * Fires due schedules in one transaction (addendum §14.3–§14.6). The schedule rows are locked with
- * SKIP LOCKED, so replicas never handle a schedule at the same time; the unique (schedule_id,
- * tick) of runs is the second guard, so a tick fires at most once even on a stale plan; the runs,
- * their pipelines, the cancellations of Replace and the advanced plans (planAnchor, nextTickAt,
- * nextRunAt) commit together, and events are published after commit. Null when nothing is due.
- * The batch is locked without definitions; each schedule reads its own when a tick creates a
- * pipeline, so a transaction holds one definition at a time, not `limit` of them.
+ * Fires one due schedule in guarded mode, in its own transaction (the fallback of the set-based
+ * batch in fire-batch.ts, and the path of what it defers): the row is locked with SKIP LOCKED;
+ * each tick claims its run first (unique schedule_id, tick: a tick fires at most once, even on a
+ * stale plan) and creates its pipeline under a savepoint, so a failing creation becomes a Failed
+ * run; Replace cancels as POST cancel does; the advanced plan commits with them, and events are
+ * published after commit. Null when the schedule is not due (or another transaction holds it).
  */
-export async function fireDueSchedules(deps: SchedulerDeps, options: FireOptions): Promise<FireResult[] | null> {
+export async function fireScheduleGuarded(deps: SchedulerDeps, scheduleId: number): Promise<FireResult | null> {
   const now = deps.clock();
   const announcements: Announcement[] = [];
-  const locked: number[] = [];
   const lagsMs: number[] = [];
-  let results: FireResult[] | null;
+  let result: FireResult | null;
   try {
-    results = await deps.db.$transaction(async (tx) => {
-      const schedules = await lockDueSchedules(tx, now, { limit: options.limit, exclude: [...(options.exclude ?? [])], ...(options.only ? { only: options.only } : {}) });
-      if (schedules.length === 0) return null;
-      locked.push(...schedules.map((s) => s.id));
-      const open = await unfinishedPipelines(tx, locked);
-      const queueing = schedules.filter((s) => s.overlapPolicy === 'Queue').map((s) => s.id);
-      const queued = queueing.length > 0 ? await queuedRunCounts(tx, queueing) : new Map<number, number>();
-      const runs: NewRun[] = [];
-      const plans: ({ scheduleId: number } & SchedulePlanWrite)[] = [];
-      const fired: FireResult[] = [];
-      for (const schedule of schedules) {
-        const ctx: FireContext = { tx, schedule, now, clock: deps.clock, guarded: options.guarded, open: open.get(schedule.id) ?? [], queued: queued.get(schedule.id) ?? 0, runs, announcements };
-        const due = dueTicks(schedule, now, deps.misfireGraceSeconds);
-        if (due === null) {
-          // Due without a next tick (a stale plan): nothing to fire, plan again from now.
-          plans.push({ scheduleId: schedule.id, ...replanFrom(schedule, now) });
-          fired.push({ scheduleId: schedule.id, outcomes: [], missed: 0 });
-          continue;
-        }
-        const outcomes: TickOutcome[] = [];
-        for (const tick of due.catchup) outcomes.push(await fireTick(ctx, tick, 'Catchup'));
-        for (const tick of due.scheduled) {
-          lagsMs.push(now.getTime() - tick.getTime());
-          outcomes.push(await fireTick(ctx, tick, 'Scheduled'));
-        }
-        plans.push({ scheduleId: schedule.id, planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt, handledThrough: due.handledThrough });
-        fired.push({ scheduleId: schedule.id, outcomes, missed: due.missed });
+    result = await deps.db.$transaction(async (tx) => {
+      const [schedule] = await lockDueSchedules(tx, now, { limit: 1, only: [scheduleId] });
+      if (!schedule) return null;
+      const due = dueTicks(schedule, now, deps.misfireGraceSeconds);
+      if (due === null) {
+        // Due without a next tick (a stale plan): nothing to fire, plan again from now.
+        await advanceSchedules(tx, [{ scheduleId, ...replanFrom(schedule, now) }]);
+        return { scheduleId, outcomes: [], missed: 0 };
       }
-      await insertRuns(tx, runs);
-      await advanceSchedules(tx, plans);
-      return fired;
+      const open = (await unfinishedPipelines(tx, [scheduleId])).get(scheduleId) ?? [];
+      const queued = schedule.overlapPolicy === 'Queue' ? ((await queuedRunCounts(tx, [scheduleId])).get(scheduleId) ?? 0) : 0;
+      const ctx: FireContext = { tx, schedule, now, clock: deps.clock, open, queued, announcements };
+      const outcomes: TickOutcome[] = [];
+      for (const tick of due.catchup) outcomes.push(await fireTick(ctx, tick, 'Catchup'));
+      for (const tick of due.scheduled) {
+        lagsMs.push(now.getTime() - tick.getTime());
+        outcomes.push(await fireTick(ctx, tick, 'Scheduled'));
+      }
+      const plan: SchedulePlanWrite = { planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt, handledThrough: due.handledThrough };
+      await advanceSchedules(tx, [{ scheduleId, ...plan }]);
+      return { scheduleId, outcomes, missed: due.missed };
     }, TX_OPTIONS);
   } catch (err) {
-    throw new FireFailed(locked, err);
+    throw new FireFailed([scheduleId], err);
   }
   await announceAll(deps, announcements);
-  recordFired((results ?? []).flatMap((r) => r.outcomes), lagsMs);
-  for (const r of results ?? []) {
-    if (r.missed > 0) deps.logger.info({ scheduleId: r.scheduleId, missed: r.missed, catchupRuns: r.outcomes.length }, 'missed ticks');
-  }
-  return results;
+  if (result) recordCommitted(deps, [result], lagsMs);
+  return result;
 }
 
 /** Gives Queued runs their pipeline where the schedule has no unfinished pipeline any more. */
@@ -110,7 +91,7 @@ export async function promoteQueuedRuns(deps: SchedulerDeps, limit = 200): Promi
       const schedule = await lockSchedule(tx, scheduleId, true);
       if (!schedule || schedule.status !== 'Active') return false;
       const open = (await unfinishedPipelines(tx, [scheduleId])).get(scheduleId) ?? [];
-      return promoteQueuedRun({ tx, schedule, now: deps.clock(), clock: deps.clock, guarded: true, open, queued: 0, runs: [], announcements });
+      return promoteQueuedRun({ tx, schedule, now: deps.clock(), clock: deps.clock, open, queued: 0, announcements });
     }, TX_OPTIONS);
     await announceAll(deps, announcements);
     if (done) promoted += 1;

@@ -5,7 +5,10 @@ import { runDuePass } from './pass.js';
 export interface SchedulerLoopOptions {
   /** Longest wait between two passes (SCHEDULER_POLL_INTERVAL_MS, at most 1000). */
   pollIntervalMs: number;
+  /** Fire transactions at once (SCHEDULER_CONCURRENCY). */
   concurrency: number;
+  /** Schedules per fire transaction (SCHEDULER_BATCH_SIZE). */
+  batchSize?: number;
 }
 
 export interface SchedulerLoop {
@@ -18,22 +21,37 @@ export interface SchedulerLoop {
  * and sleeps until then, but never longer than pollIntervalMs. The timer gives low latency for
  * known ticks; the bounded sleep picks up schedules created, changed or resumed meanwhile (by the
  * api-gateway or another replica) and Queued runs whose blocking pipeline ended.
+ *
+ * A Node timer may fire up to a millisecond before the wall-clock instant it was set for (its
+ * clock is monotonic and rounds to whole milliseconds): a pass then would find nothing due yet.
+ * So a timer aimed at a fire time that wakes early sleeps the rest instead of running the pass.
  */
 export function startSchedulerLoop(deps: SchedulerDeps, options: SchedulerLoopOptions): SchedulerLoop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
 
-  const arm = (next: Date | null) => {
+  /** Sleeps until `due` (when it comes before the poll interval ends), else for the poll interval. */
+  const arm = (due: Date | null) => {
     if (stopped) return;
-    const untilNext = next === null ? options.pollIntervalMs : next.getTime() - deps.clock().getTime();
-    timer = setTimeout(pass, Math.max(0, Math.min(untilNext, options.pollIntervalMs)));
+    const untilDue = due === null ? Infinity : due.getTime() - deps.clock().getTime();
+    if (untilDue > options.pollIntervalMs) {
+      timer = setTimeout(pass, options.pollIntervalMs);
+      return;
+    }
+    const wake = () => {
+      if (stopped) return;
+      const left = due!.getTime() - deps.clock().getTime();
+      if (left > 0) timer = setTimeout(wake, left);
+      else pass();
+    };
+    timer = setTimeout(wake, Math.max(0, untilDue));
   };
   const pass = () => {
     running = (async () => {
       let next: Date | null = null;
       try {
-        await runDuePass(deps, { concurrency: options.concurrency });
+        await runDuePass(deps, { concurrency: options.concurrency, ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }) });
         next = await earliestNextRunAt(deps.db);
       } catch (err) {
         deps.logger.error({ err }, 'scheduler pass failed');

@@ -1,6 +1,7 @@
 import type { TickOutcome } from './create-run.js';
-import type { SchedulerDeps } from './deps.js';
-import { FireFailed, fireDueSchedules, promoteQueuedRuns, type FireResult } from './fire.js';
+import { PendingAnnouncements, type SchedulerDeps } from './deps.js';
+import { fireDueBatch } from './fire-batch.js';
+import { FireFailed, fireScheduleGuarded, promoteQueuedRuns, type FireResult } from './fire.js';
 
 export interface PassSummary {
   /** Schedules handled. */
@@ -18,54 +19,79 @@ export interface PassSummary {
 export interface PassOptions {
   /** Transactions at once (SCHEDULER_CONCURRENCY). */
   concurrency?: number;
-  /** Schedules per transaction. */
+  /** Schedules per transaction (SCHEDULER_BATCH_SIZE). */
   batchSize?: number;
 }
 
+export const DEFAULT_BATCH_SIZE = 250;
+
 /**
- * One scheduler pass at `deps.clock()`: promotes Queued runs whose schedule is free, then fires
- * every due schedule, `batchSize` schedules per transaction and `concurrency` transactions at
- * once. A batch that fails is rolled back and its schedules are retried one by one in guarded
- * mode (claim first, savepoints), so a schedule that keeps failing is isolated and left for the
- * next pass instead of holding up the others. Tests drive the scheduler through this function.
+ * One scheduler pass at `deps.clock()`. First every due schedule is fired set-based (fire-batch.ts),
+ * `batchSize` schedules per transaction and `concurrency` transactions at once. A batch that fails
+ * is rolled back and its schedules are retried one by one in guarded mode (claim first,
+ * savepoints), so a schedule that keeps failing is isolated and left for the next pass instead of
+ * holding up the others. Then Queued runs whose schedule is free are promoted, and last the
+ * schedules the batches deferred (Replace cancellations, Queue promotions first) fire in guarded
+ * mode. Nothing runs before the batches, so a pass woken at a fire time starts firing at once.
+ * Tests drive the scheduler through this function.
  */
 export async function runDuePass(deps: SchedulerDeps, options: PassOptions = {}): Promise<PassSummary> {
   const summary: PassSummary = {
     schedules: 0,
     ticks: { created: 0, failed: 0, skipped: 0, queued: 0, already_fired: 0 },
     missed: 0,
-    promoted: await promoteQueuedRuns(deps),
+    promoted: 0,
     failed: 0,
   };
-  const tally = (results: FireResult[] | null) => {
-    for (const result of results ?? []) {
+  const tally = (results: readonly FireResult[]) => {
+    for (const result of results) {
       summary.schedules += 1;
       summary.missed += result.missed;
       for (const outcome of result.outcomes) summary.ticks[outcome] += 1;
     }
-    return results !== null;
   };
+  // Schedules the batches must not take again: given up on in this pass, or left to the guarded path.
   const exclude = new Set<number>();
+  const deferred: number[] = [];
+  const announcements = new PendingAnnouncements(deps);
+  const guarded = async (id: number): Promise<void> => {
+    try {
+      const result = await fireScheduleGuarded(deps, id);
+      if (result) tally([result]);
+    } catch (err) {
+      summary.failed += 1;
+      deps.logger.error({ err, scheduleId: id }, 'firing a schedule failed; retried next pass');
+    }
+  };
   const worker = async (): Promise<void> => {
     for (;;) {
       try {
-        if (!tally(await fireDueSchedules(deps, { limit: options.batchSize ?? 50, guarded: false, exclude }))) return;
+        const batch = await fireDueBatch(deps, { limit: options.batchSize ?? DEFAULT_BATCH_SIZE, exclude, announcements });
+        if (batch === null) return;
+        tally(batch.results);
+        for (const id of batch.deferred) exclude.add(id);
+        deferred.push(...batch.deferred);
       } catch (err) {
         const ids = err instanceof FireFailed ? err.scheduleIds : [];
         deps.logger.warn({ err, scheduleIds: ids }, 'a fire batch failed; retrying its schedules one by one');
         if (ids.length === 0) return;
-        for (const id of ids) {
-          try {
-            tally(await fireDueSchedules(deps, { limit: 1, guarded: true, only: [id] }));
-          } catch (retryErr) {
-            summary.failed += 1;
-            exclude.add(id);
-            deps.logger.error({ err: retryErr, scheduleId: id }, 'firing a schedule failed; retried next pass');
-          }
-        }
+        // Not for the other batches meanwhile: what failed here would likely fail there again.
+        for (const id of ids) exclude.add(id);
+        for (const id of ids) await guarded(id);
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 1) }, worker));
+  const concurrency = Math.max(1, options.concurrency ?? 1);
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  announcements.flush();
+  summary.promoted = await promoteQueuedRuns(deps);
+  // The deferred ones, `concurrency` transactions at once too.
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < deferred.length) await guarded(deferred[next++]!);
+    }),
+  );
+  await announcements.settle();
   return summary;
 }
