@@ -11,10 +11,9 @@
  * a lower bound (`exact: false`), so a request for ten thousand years of minutes costs no more
  * than a bounded walk.
  */
-import { parseCron, type CronExpression } from './cron.js';
 import { cronTicks } from './cron-ticks.js';
-import type { PlanInput } from './plan.js';
-import { isKnownTimeZone } from './plan.js';
+import { resolvePlan, type PlanInput } from './plan.js';
+import type { CronExpression } from './cron.js';
 import { DAY_MS } from './zone.js';
 
 /** Ticks one backfill request may cover (issue 11). */
@@ -31,35 +30,6 @@ export type BackfillTicks =
   | { ok: false; reason: 'too_many'; count: number; exact: boolean }
   /** The stored plan cannot be computed (an unknown zone, an expression that no longer parses). */
   | { ok: false; reason: 'not_plannable' };
-
-type Resolved =
-  | { type: 'cron'; cron: CronExpression; zone: string }
-  | { type: 'every'; ms: number }
-  | { type: 'once'; at: number };
-
-function resolve(plan: PlanInput): Resolved | null {
-  switch (plan.kind) {
-    case 'Cron': {
-      if (typeof plan.cronExpression !== 'string') return null;
-      const parsed = parseCron(plan.cronExpression);
-      if (!parsed.ok) return null;
-      if (parsed.every !== null) return { type: 'every', ms: parsed.every * 1000 };
-      return isKnownTimeZone(plan.timeZone)
-        ? { type: 'cron', cron: parsed.cron, zone: plan.timeZone }
-        : null;
-    }
-    case 'Interval': {
-      const s = plan.intervalSeconds;
-      return typeof s === 'number' && Number.isSafeInteger(s) && s > 0
-        ? { type: 'every', ms: s * 1000 }
-        : null;
-    }
-    case 'Once': {
-      const at = plan.runAt?.getTime();
-      return at === undefined || Number.isNaN(at) ? null : { type: 'once', at };
-    }
-  }
-}
 
 /** `anchor + k × ms` in [from, to), for every integer k: counted, then listed when few enough. */
 function everyTicks(
@@ -121,7 +91,7 @@ export function backfillTicks(
   to: Date,
   max = BACKFILL_MAX_TICKS,
 ): BackfillTicks {
-  const resolved = resolve(plan);
+  const resolved = resolvePlan(plan);
   if (resolved === null) return { ok: false, reason: 'not_plannable' };
   const lo = from.getTime();
   const hi = to.getTime();

@@ -29,13 +29,13 @@ export function isKnownTimeZone(zone: string): boolean {
   return isIanaZoneKnown(zone);
 }
 
-type ResolvedPlan =
+export type ResolvedPlan =
   | { type: 'cron'; cron: CronExpression; zone: string }
   | { type: 'every'; ms: number }
   | { type: 'once'; at: number };
 
 /** The plan to compute with, or null when the input cannot be planned (validatePlan says why). */
-function resolve(plan: PlanInput): ResolvedPlan | null {
+export function resolvePlan(plan: PlanInput): ResolvedPlan | null {
   switch (plan.kind) {
     case 'Cron': {
       if (typeof plan.cronExpression !== 'string') return null;
@@ -76,7 +76,7 @@ function firstK(anchor: number, ms: number, after: number): number {
  * than `after`. Null when nothing is left, and when the plan is not valid (see validatePlan).
  */
 export function nextTick(plan: PlanInput, anchor: Date, after: Date): Date | null {
-  const resolved = resolve(plan);
+  const resolved = resolvePlan(plan);
   const ref = after.getTime();
   if (resolved === null || Number.isNaN(ref)) return null;
   switch (resolved.type) {
@@ -106,7 +106,7 @@ export function ticksBetween(
   until: Date,
   limit: number,
 ): { ticks: Date[]; total: number } {
-  const resolved = resolve(plan);
+  const resolved = resolvePlan(plan);
   const from = after.getTime();
   const to = until.getTime();
   const keep = Math.max(0, Math.floor(limit));
