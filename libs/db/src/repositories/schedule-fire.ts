@@ -217,14 +217,16 @@ export interface FireWrite {
 const reserveIds = (sequence: string, rows: string) => `
   SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids FROM (SELECT nextval('${sequence}') AS id FROM ${rows}) reserved`;
 
-/** An instant given as epoch milliseconds (the text of a json number; null stays null). */
-const instant = (json: string) => `to_timestamp((${json})::float8 / 1000)`;
+/** An instant given as epoch milliseconds (a float8, or the text of a json number; null stays null). */
+const instant = (ms: string) => `to_timestamp((${ms})::float8 / 1000)`;
 
 /**
- * $1 now, $2 templates, $3 pipelines, $4 runs, $5 plans (json arrays; instants as epoch ms). Every row's id is reserved
- * by position (pipelines in array order, then their stages, context items and keywords in
- * pipeline-then-item order, runs in array order), so ids increase with position. A run whose
- * (schedule_id, tick) is already taken fails the statement: a tick fires at most once.
+ * $1 now, $2 templates, $3 pipelines, $4 runs (json arrays; instants as epoch ms), $5..$9 the plans
+ * (schedule ids, planAnchor, nextTickAt, nextRunAt, handledThrough as epoch ms): typed arrays, so
+ * the planner joins them to schedules by primary key instead of hashing the whole table. Every
+ * row's id is reserved by position (pipelines in array order, then their stages, context items
+ * and keywords in pipeline-then-item order, runs in array order), so ids increase with position.
+ * A run whose (schedule_id, tick) is already taken fails the statement: a tick fires at most once.
  */
 const WRITE_TEXT = `
 WITH tpl AS MATERIALIZED (
@@ -287,10 +289,10 @@ WITH tpl AS MATERIALIZED (
   RETURNING id
 ), advanced AS (
   UPDATE schedules AS s
-  SET plan_anchor = ${instant("x.v->>'planAnchor'")}, next_tick_at = ${instant("x.v->>'nextTickAt'")},
-      next_run_at = ${instant("x.v->>'nextRunAt'")}, handled_through = ${instant("x.v->>'handledThrough'")}
-  FROM jsonb_array_elements($5::jsonb) AS x(v)
-  WHERE s.id = (x.v->>'scheduleId')::bigint
+  SET plan_anchor = ${instant('x.anchor')}, next_tick_at = ${instant('x.tick')}, next_run_at = ${instant('x.run')},
+      handled_through = ${instant('x.handled')}
+  FROM unnest($5::bigint[], $6::float8[], $7::float8[], $8::float8[], $9::float8[]) AS x(id, anchor, tick, run, handled)
+  WHERE s.id = x.id
   RETURNING s.id
 )
 SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM new_pipelines) AS pipeline_ids,
@@ -328,15 +330,11 @@ export async function writeFiredBatch(tx: Queryable, write: FireWrite): Promise<
         createdAt: epochMs(r.createdAt),
       })),
     ),
-    jsonParam(
-      write.plans.map((p) => ({
-        scheduleId: p.scheduleId,
-        planAnchor: epochMs(p.planAnchor),
-        nextTickAt: epochMs(p.nextTickAt),
-        nextRunAt: epochMs(p.nextRunAt),
-        handledThrough: epochMs(p.handledThrough),
-      })),
-    ),
+    write.plans.map((p) => p.scheduleId),
+    write.plans.map((p) => p.planAnchor.getTime()),
+    write.plans.map((p) => epochMs(p.nextTickAt)),
+    write.plans.map((p) => epochMs(p.nextRunAt)),
+    write.plans.map((p) => epochMs(p.handledThrough)),
   ];
   const [row] = await tx.query<{ pipeline_ids: string | null; runs: number; plans: number }>(WRITE, values);
   const ids = row?.pipeline_ids ? row.pipeline_ids.split(',').map(Number) : [];
