@@ -18,7 +18,7 @@ const CHUNK = 50_000; // pipelines per INSERT … SELECT round
 const DAYS = 30; // history spread over the past 30 days, ending an hour ago
 
 // StageOptions as the API stores them for a stage created without options (addendum §4).
-const OPTIONS = {
+export const OPTIONS = {
   runNextIfFailed: false,
   retryInterval: 0,
   maxRetries: 0,

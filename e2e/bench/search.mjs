@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { ROOT } from '../../deploy/local/stack.mjs';
 import { databaseUrl, startBenchCluster, summarize, withAdmin } from './cluster.mjs';
+import { OPTIONS as STAGE_OPTIONS } from './history.mjs';
 
 const PIPELINES = Number(process.env.BENCH_SEARCH_PIPELINES ?? 1_000_000);
 const REQUESTS = Number(process.env.BENCH_SEARCH_REQUESTS ?? 200);
@@ -37,21 +38,7 @@ const log = (m) => console.error(`bench: ${m}`);
 const CHUNK = 100_000;
 const DAYS = 30;
 
-const OPTIONS = JSON.stringify({
-  runNextIfFailed: false,
-  retryInterval: 0,
-  maxRetries: 0,
-  timeOut: null,
-  retryOnErrorCodes: [],
-  backoff: 'fixed',
-  maxRetryInterval: null,
-  jitter: false,
-  dependsOn: [],
-  runInParallelWith: [],
-  failIfOutputEmpty: false,
-  notifyOnFailure: false,
-  runAsUser: null,
-});
+const OPTIONS = JSON.stringify(STAGE_OPTIONS);
 
 /** Schedules per application: `sched-1` holds a tenth of the pipelines, the others share another tenth. */
 const SCHEDULES = 20;
