@@ -12,6 +12,13 @@ describe('scheduler-service config', () => {
     for (const bad of ['0', '1001', '-5', '2.5', 'many']) expect(() => parseConfig({ SCHEDULER_BATCH_SIZE: bad }), bad).toThrow(/SCHEDULER_BATCH_SIZE/);
   });
 
+  it('reads SCHEDULER_PREPARE_AHEAD_MS, 0..5000, default 500 (0 turns preparing ahead off)', () => {
+    expect(parseConfig({}).prepareAheadMs).toBe(500);
+    expect(parseConfig({ SCHEDULER_PREPARE_AHEAD_MS: '0' }).prepareAheadMs).toBe(0);
+    expect(parseConfig({ SCHEDULER_PREPARE_AHEAD_MS: '2000' }).prepareAheadMs).toBe(2000);
+    for (const bad of ['-1', '5001', '1.5', 'soon']) expect(() => parseConfig({ SCHEDULER_PREPARE_AHEAD_MS: bad }), bad).toThrow(/SCHEDULER_PREPARE_AHEAD_MS/);
+  });
+
   it('reads SCHEDULER_MISFIRE_GRACE_SECONDS and lists every problem', () => {
     expect(parseConfig({ SCHEDULER_MISFIRE_GRACE_SECONDS: '5' }).misfireGraceSeconds).toBe(5);
     expect(() => parseConfig({ SCHEDULER_MISFIRE_GRACE_SECONDS: '-1', SCHEDULER_POLL_INTERVAL_MS: '5000' })).toThrow(ConfigError);

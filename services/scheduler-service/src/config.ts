@@ -9,6 +9,8 @@ export interface SchedulerConfig extends CommonConfig {
   concurrency: number;
   /** Due schedules per fire transaction, fired set-based (decision 0086). */
   batchSize: number;
+  /** How long before a known fire instant its ticks are written, to commit at the instant (decision 0097); 0 turns it off. */
+  prepareAheadMs: number;
 }
 
 export function parseConfig(env: Record<string, string | undefined>): SchedulerConfig {
@@ -19,6 +21,7 @@ export function parseConfig(env: Record<string, string | undefined>): SchedulerC
     pollIntervalMs: read.int('SCHEDULER_POLL_INTERVAL_MS', 1000, { min: 50, max: 1000 }),
     concurrency: read.int('SCHEDULER_CONCURRENCY', 2, { min: 1, max: 64 }),
     batchSize: read.int('SCHEDULER_BATCH_SIZE', 250, { min: 1, max: 1000 }),
+    prepareAheadMs: read.int('SCHEDULER_PREPARE_AHEAD_MS', 500, { min: 0, max: 5000 }),
   };
   read.done();
   return config;

@@ -13,7 +13,8 @@ import { PLAN_CACHE_BYTES, PlanCache } from './scheduler/plan-cache.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'scheduler-service', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.concurrency + 4), ca: config.databaseCa });
+// An ahead pass holds up to two transactions per unit of concurrency (one waiting for its instant).
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, Math.max(config.concurrency + 4, 2 * config.concurrency + 2)), ca: config.databaseCa });
 const redis = createRedis(config.redisUrl, 'producer');
 warmFireConnections(db);
 
@@ -25,7 +26,7 @@ const deps: SchedulerDeps = {
   misfireGraceSeconds: config.misfireGraceSeconds,
   plans: new PlanCache(PLAN_CACHE_BYTES),
 };
-const scheduler = startSchedulerLoop(deps, { pollIntervalMs: config.pollIntervalMs, concurrency: config.concurrency, batchSize: config.batchSize });
+const scheduler = startSchedulerLoop(deps, { pollIntervalMs: config.pollIntervalMs, concurrency: config.concurrency, batchSize: config.batchSize, aheadMs: config.prepareAheadMs });
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
 const server = await listen(app, config.host, config.port);

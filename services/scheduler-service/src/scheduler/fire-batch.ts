@@ -34,6 +34,13 @@ export interface BatchOptions {
   exclude: ReadonlySet<number>;
   /** Where the committed batch's events go (the pass publishes them); without it they are published at once. */
   announcements?: PendingAnnouncements;
+  /**
+   * Prepare ahead (decision 0097): fire as of `at`, a fire instant still to come, and hold the
+   * commit until the clock reaches it. `written` is called once the batch's rows are written and the
+   * transaction only waits for `at`, so the caller can prepare the next batch meanwhile; it names
+   * the schedules the batch holds locked without firing them (BatchOutcome's `left` and `deferred`).
+   */
+  ahead?: { at: Date; written: (held: { left: readonly number[]; deferred: readonly number[] }) => void };
 }
 
 export interface BatchOutcome {
@@ -44,6 +51,12 @@ export interface BatchOutcome {
    * Queued runs are due for promotion first (the oldest run goes first).
    */
   deferred: number[];
+  /**
+   * Ahead mode only: locked but left untouched, for the pass at the fire instant — schedules whose
+   * outcome could still change before it (see aheadSafe), stale plans, and what the guarded path
+   * would take. Not deferred: nothing was decided for them.
+   */
+  left: number[];
 }
 
 interface TickDecision {
@@ -79,6 +92,7 @@ class BatchWriter {
 
   constructor(
     private readonly tx: Queryable,
+    /** The creation time of what flush writes: now, or the fire instant of a batch prepared ahead. */
     private readonly clock: () => Date,
   ) {}
 
@@ -192,13 +206,15 @@ function decide(schedule: SchedulePlanRecord, ticks: readonly { tick: Date; trig
  * addBulk for the events, and the metrics. The unique (schedule_id, tick) of runs still guards a
  * tick against firing twice: a conflict fails the statement and the batch rolls back, and so does
  * any other failure (FireFailed names the locked schedules; the pass retries them one by one in
- * guarded mode). Null when nothing is due.
+ * guarded mode). Null when nothing is due. With `ahead`, the batch is the same as of a coming fire
+ * instant, minus what aheadSafe refuses (returned in `left`), and commits at that instant.
  */
 export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): Promise<BatchOutcome | null> {
-  const now = deps.clock();
+  const ahead = options.ahead;
+  const now = ahead?.at ?? deps.clock();
   const cache = deps.plans ?? planCacheOf(deps.db);
   const locked: number[] = [];
-  const lagsMs: number[] = [];
+  const scheduledTicks: Date[] = [];
   let outcome: (BatchOutcome & { created: BatchWriter['created'] }) | null;
   try {
     outcome = await sqlOf(deps.db).transaction(
@@ -208,20 +224,25 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
         locked.push(...rows.map((r) => r.schedule.id));
         const overlapping = rows.filter((r) => r.schedule.overlapPolicy !== 'Allow').map((r) => r.schedule);
         const states = overlapping.length > 0 ? await overlapStates(tx, overlapping) : new Map<number, OverlapState>();
-        const writer = new BatchWriter(tx, deps.clock);
+        const writer = new BatchWriter(tx, ahead ? () => ahead.at : deps.clock);
         const sameText = new Map<string, PlannedDefinition>();
         const results: FireResult[] = [];
         const deferred: number[] = [];
+        const left: number[] = [];
         for (const row of rows) {
           const { schedule } = row;
           const due = dueTicks(schedule, now, deps.misfireGraceSeconds);
+          const state = states.get(schedule.id) ?? { open: 0, queued: 0 };
+          if (ahead && (due === null || !aheadSafe(schedule, state))) {
+            left.push(schedule.id);
+            continue;
+          }
           if (due === null) {
             // Due without a next tick (a stale plan): nothing to fire, plan again from now.
             await writer.add(schedule, undefined, [], now, replanFrom(schedule, now));
             results.push({ scheduleId: schedule.id, outcomes: [], missed: 0 });
             continue;
           }
-          const state = states.get(schedule.id) ?? { open: 0, queued: 0 };
           const ticks = [...due.catchup.map((tick) => ({ tick, trigger: 'Catchup' as const })), ...due.scheduled.map((tick) => ({ tick, trigger: 'Scheduled' as const }))];
           if (schedule.overlapPolicy === 'Queue' && state.queued > 0 && state.open === 0 && ticks.length > 0) {
             deferred.push(schedule.id);
@@ -237,11 +258,16 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
           // No pipeline, no overlap: the later ticks then decide (and fail) alike.
           if (planned && !planned.ok) decisions = decide(schedule, ticks, state, planned.reason)!;
           await writer.add(schedule, planned, decisions, now, { planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt, handledThrough: due.handledThrough });
-          for (const tick of due.scheduled) lagsMs.push(now.getTime() - tick.getTime());
+          scheduledTicks.push(...due.scheduled);
           results.push({ scheduleId: schedule.id, outcomes: decisions.map(outcomeOf), missed: due.missed });
         }
         await writer.flush();
-        return { results, deferred, created: writer.created };
+        if (ahead && results.length > 0) {
+          // Written; the commit, and with it every pipeline of the batch, becomes visible at the instant.
+          ahead.written({ left, deferred });
+          await untilInstant(deps.clock, ahead.at);
+        }
+        return { results, deferred, left, created: writer.created };
       },
       { keyLookups: true },
     );
@@ -249,11 +275,35 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
     throw new FireFailed(locked, err);
   }
   if (outcome === null) return null;
+  const committedAt = deps.clock().getTime();
   const announcements: Announcement[] = outcome.created.map((c) => createdAnnouncement(c.schedule, c.pipelineId, c.traceId, c.at));
   if (options.announcements) options.announcements.add(announcements);
   else await announceAll(deps, announcements);
-  recordCommitted(deps, outcome.results, lagsMs);
-  return { results: outcome.results, deferred: outcome.deferred };
+  recordCommitted(
+    deps,
+    outcome.results,
+    scheduledTicks.map((tick) => committedAt - tick.getTime()),
+  );
+  return { results: outcome.results, deferred: outcome.deferred, left: outcome.left };
+}
+
+/**
+ * Whether a batch prepared ahead may decide a schedule's ticks before their fire instant: only
+ * when nothing that happens until then can change the decision. Allow never looks at other
+ * pipelines; under the other policies a schedule with no open pipeline and no Queued run can only
+ * gain one through a change that takes the schedule's row lock (a fire, POST trigger), which waits
+ * for this batch's commit. An open pipeline, though, may end before the instant: that one is left
+ * for the pass at the fire instant.
+ */
+export function aheadSafe(schedule: Pick<SchedulePlanRecord, 'overlapPolicy'>, state: OverlapState): boolean {
+  return schedule.overlapPolicy === 'Allow' || (state.open === 0 && state.queued === 0);
+}
+
+/** Resolves when `clock()` has reached `at` (a Node timer may wake a millisecond early). */
+export async function untilInstant(clock: () => Date, at: Date): Promise<void> {
+  for (let left = at.getTime() - clock().getTime(); left > 0; left = at.getTime() - clock().getTime()) {
+    await new Promise((resolve) => setTimeout(resolve, left));
+  }
 }
 
 const outcomeOf = (d: TickDecision): TickOutcome => ({ Created: 'created', Failed: 'failed', Skipped: 'skipped', Queued: 'queued' })[d.status] as TickOutcome;

@@ -25,6 +25,9 @@ export interface PassOptions {
 
 export const DEFAULT_BATCH_SIZE = 250;
 
+/** Batches one worker of an ahead pass holds written and waiting for their instant, besides the one it prepares. */
+const AHEAD_WAITING_PER_WORKER = 1;
+
 /**
  * One scheduler pass at `deps.clock()`. First every due schedule is fired set-based (fire-batch.ts),
  * `batchSize` schedules per transaction and `concurrency` transactions at once. A batch that fails
@@ -92,6 +95,78 @@ export async function runDuePass(deps: SchedulerDeps, options: PassOptions = {})
       while (next < deferred.length) await guarded(deferred[next++]!);
     }),
   );
+  await announcements.settle();
+  return summary;
+}
+
+/**
+ * Prepares the ticks due at `at`, a fire instant still to come, so that they become visible at that
+ * instant instead of a write's time after it (decision 0097): each batch is written as of `at` and
+ * its transaction commits when the clock reaches it. A worker starts its next batch while the
+ * previous one waits, holding at most AHEAD_WAITING_PER_WORKER waiting. Whatever a batch leaves
+ * (see aheadSafe) or fails on stays for the regular pass, which the loop runs right after: this is
+ * an optimisation of when the work happens, never the only way a tick fires.
+ */
+export async function runAheadPass(deps: SchedulerDeps, at: Date, options: PassOptions = {}): Promise<PassSummary> {
+  const summary: PassSummary = {
+    schedules: 0,
+    ticks: { created: 0, failed: 0, skipped: 0, queued: 0, already_fired: 0 },
+    missed: 0,
+    promoted: 0,
+    failed: 0,
+  };
+  const exclude = new Set<number>();
+  const skip = (held: { left: readonly number[]; deferred: readonly number[] }) => {
+    for (const id of held.left) exclude.add(id);
+    for (const id of held.deferred) exclude.add(id);
+  };
+  const announcements = new PendingAnnouncements(deps);
+  const worker = async (): Promise<void> => {
+    const waiting: Promise<unknown>[] = [];
+    for (;;) {
+      let signal!: (step: 'written') => void;
+      const written = new Promise<'written'>((resolve) => (signal = resolve));
+      const batch = fireDueBatch(deps, {
+        limit: options.batchSize ?? DEFAULT_BATCH_SIZE,
+        exclude,
+        announcements,
+        ahead: {
+          at,
+          written: (held) => {
+            skip(held);
+            signal('written');
+          },
+        },
+      }).then(
+        (outcome) => {
+          if (outcome === null) return 'empty' as const;
+          for (const result of outcome.results) {
+            summary.schedules += 1;
+            summary.missed += result.missed;
+            for (const o of result.outcomes) summary.ticks[o] += 1;
+          }
+          skip(outcome);
+          return 'done' as const;
+        },
+        (err: unknown) => {
+          const ids = err instanceof FireFailed ? err.scheduleIds : [];
+          for (const id of ids) exclude.add(id);
+          summary.failed += ids.length;
+          deps.logger.warn({ err, scheduleIds: ids }, 'a batch prepared ahead failed; its schedules fire in the regular pass');
+          // Nothing locked (the database is unreachable, say): stop rather than spin.
+          return ids.length === 0 ? ('empty' as const) : ('done' as const);
+        },
+      );
+      const step = await Promise.race([written, batch]);
+      if (step === 'empty') break;
+      if (step === 'written') {
+        waiting.push(batch);
+        if (waiting.length > AHEAD_WAITING_PER_WORKER) await waiting.shift();
+      }
+    }
+    await Promise.all(waiting);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 1) }, worker));
   await announcements.settle();
   return summary;
 }
