@@ -50,8 +50,7 @@ const toDate = (v: number | null): Date | null => (v === null ? null : new Date(
 
 // The definition is rendered as text only when its stored form is small: rendering a large jsonb
 // (tens of MB) costs hundreds of milliseconds, and pg_column_size reads no TOAST at all.
-const LOCK = statement(
-  'schedule_fire_lock',
+const lockText = (due: string) =>
   `SELECT id, application_id, name, status::text AS status, kind::text AS kind, cron_expression, time_zone,
           interval_seconds, ${ms('run_at')}, definition_version, overlap_policy, catchup_policy, catchup_max, jitter_seconds,
           ${ms('plan_anchor')}, ${ms('next_tick_at')}, ${ms('next_run_at')}, ${ms('handled_through')}, ${ms('created_at')}, ${ms('updated_at')},
@@ -60,24 +59,28 @@ const LOCK = statement(
                WHEN octet_length(definition::text) > $4::int THEN NULL
                ELSE definition::text END AS definition_text
    FROM schedules
-   WHERE status = 'Active' AND next_run_at <= $1::timestamptz AND NOT (id = ANY($3::bigint[]))
+   WHERE status = 'Active' AND ${due} AND NOT (id = ANY($3::bigint[]))
    ORDER BY schedules.next_run_at LIMIT $2::int
-   FOR UPDATE SKIP LOCKED`,
-);
+   FOR UPDATE SKIP LOCKED`;
+const LOCK = statement('schedule_fire_lock', lockText('next_run_at <= $1::timestamptz'));
+// A batch prepared ahead takes the schedules of its instant only: one due earlier belongs to the
+// regular pass, which must not find it held until that instant.
+const LOCK_AT = statement('schedule_fire_lock_at', lockText('next_run_at = $1::timestamptz'));
 
 /**
  * Locks up to `limit` Active due schedules (nextRunAt <= now), earliest first, skipping rows
  * another transaction holds (replicas share the work without waiting), as lockDueSchedules does.
  * A definition comes along as text only when it is at most `inlineDefinitionBytes` long, so the
  * batch holds at most limit × inlineDefinitionBytes of them; read a larger one with
- * scheduleDefinitionText, under the same lock.
+ * scheduleDefinitionText, under the same lock. With `exactlyAt`, only the schedules whose
+ * nextRunAt is `now` itself (a batch prepared ahead for that instant, decision 0097).
  */
 export async function lockDueScheduleBatch(
   tx: Queryable,
   now: Date,
-  options: { limit: number; exclude?: readonly number[]; inlineDefinitionBytes: number },
+  options: { limit: number; exclude?: readonly number[]; inlineDefinitionBytes: number; exactlyAt?: boolean },
 ): Promise<DueScheduleRow[]> {
-  const rows = await tx.query<LockedRow>(LOCK, [now, options.limit, options.exclude ?? [], options.inlineDefinitionBytes]);
+  const rows = await tx.query<LockedRow>(options.exactlyAt ? LOCK_AT : LOCK, [now, options.limit, options.exclude ?? [], options.inlineDefinitionBytes]);
   return rows.map((r) => ({
     schedule: {
       id: Number(r.id),
@@ -351,6 +354,25 @@ export async function writeFiredBatch(tx: Queryable, write: FireWrite): Promise<
  */
 export async function prepareFireStatements(db: Queryable): Promise<void> {
   await db.query(LOCK, [new Date(0), 0, [], 0]);
+  await db.query(LOCK_AT, [new Date(0), 0, [], 0]);
   await db.query(OVERLAP, [[], []]);
   await writeFiredBatch(db, { now: new Date(0), templates: [], pipelines: [], runs: [], plans: [] });
+}
+
+const CROWDED = statement(
+  'schedule_crowded_instant',
+  `SELECT ${ms('next_run_at')}, count(*)::int AS schedules FROM schedules
+   WHERE status = 'Active' AND next_run_at >= $1::timestamptz AND next_run_at <= $2::timestamptz
+   GROUP BY next_run_at HAVING count(*) >= $3::int
+   ORDER BY next_run_at LIMIT 1`,
+);
+
+/**
+ * The earliest fire instant in [from, to] that at least `minSchedules` Active schedules share (a
+ * Cron minute, a burst of Once schedules): worth preparing ahead (decision 0097). Reads the
+ * (status, next_run_at) index over the window only.
+ */
+export async function crowdedFireInstant(q: Queryable, from: Date, to: Date, minSchedules: number): Promise<{ at: Date; schedules: number } | null> {
+  const [row] = await q.query<{ next_run_at: number; schedules: number }>(CROWDED, [from, to, minSchedules]);
+  return row ? { at: new Date(row.next_run_at), schedules: row.schedules } : null;
 }

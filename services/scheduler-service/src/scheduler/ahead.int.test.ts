@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startScheduler, type SchedulerHarness } from '../testing/harness.js';
 import type { SchedulerDeps } from './deps.js';
-import { startSchedulerLoop } from './loop.js';
+import { AHEAD_MIN_SCHEDULES, startSchedulerLoop } from './loop.js';
 import { runAheadPass, runDuePass } from './pass.js';
 
 let h: SchedulerHarness;
@@ -56,9 +56,9 @@ describe('ticks prepared ahead', () => {
     // The batches hold their schedules (a PUT or pause waits for the instant) and sit written, idle
     // in their transactions, waiting for the commit.
     await expect(h.db.$transaction((tx) => tx.$queryRawUnsafe(`SELECT id FROM schedules WHERE id = ANY($1::bigint[]) FOR UPDATE NOWAIT`, ids))).rejects.toThrow(/lock/);
-    const [{ waiting }] = await h.db.$queryRaw<{ waiting: number }[]>`
+    const [row] = await h.db.$queryRaw<{ waiting: number }[]>`
       SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`;
-    expect(waiting).toBeGreaterThanOrEqual(1);
+    expect(row?.waiting).toBeGreaterThanOrEqual(1);
 
     const summary = await ahead;
     expect(settledAt!).toBeGreaterThanOrEqual(at.getTime());
@@ -115,20 +115,34 @@ describe('ticks prepared ahead', () => {
     expect(new Set(pipelines.map((p) => p.scheduleId)).size).toBe(60);
   }, 30_000);
 
-  it('the loop prepares a fire instant it knows in advance (SCHEDULER_PREPARE_AHEAD_MS) and commits at it', async () => {
-    const at = new Date(Date.now() + 1600);
-    const [id] = await onceSchedules(1, at);
+  it('take only the schedules of their instant: one due earlier is left to the regular pass', async () => {
+    const at = new Date(Date.now() + 1500);
+    const [early] = await onceSchedules(1, new Date(at.getTime() - 300));
+    const ids = await onceSchedules(3, at);
+    const summary = await runAheadPass(deps, at, { concurrency: 1 });
+    expect(summary.ticks.created).toBe(3);
+    expect(await runsOf(ids)).toHaveLength(3);
+    expect(await runsOf([early!])).toHaveLength(0);
+    expect((await runDuePass(deps, { concurrency: 1 })).ticks.created).toBe(1);
+  }, 30_000);
+
+  it('the loop prepares a crowded fire instant (AHEAD_MIN_SCHEDULES sharing it) and commits it at the instant, while the regular loop fires the rest', async () => {
+    const at = new Date(Date.now() + 1800);
+    const crowd = await onceSchedules(AHEAD_MIN_SCHEDULES, at);
+    const [lone] = await onceSchedules(1, new Date(at.getTime() + 7));
+    const all = [...crowd, lone!];
     const loop = startSchedulerLoop(deps, { pollIntervalMs: 200, concurrency: 2, aheadMs: 400 });
     try {
       await untilWallClock(at.getTime() - 100);
-      expect(await runsOf([id!])).toHaveLength(0);
-      for (let i = 0; i < 100 && (await runsOf([id!])).length === 0; i++) await sleep(20);
+      expect(await runsOf(all)).toHaveLength(0);
+      for (let i = 0; i < 150 && (await runsOf(all)).length < all.length; i++) await sleep(20);
     } finally {
       await loop.stop();
     }
-    const [pipeline] = await pipelinesOf([id!]);
+    expect(await runsOf(all)).toHaveLength(all.length);
+    const pipelines = await pipelinesOf(all);
+    expect(pipelines).toHaveLength(all.length);
     // Only a batch written as of the instant carries it exactly; the regular pass stamps its own now.
-    expect(pipeline?.createdAt).toEqual(at);
-    expect(await runsOf([id!])).toHaveLength(1);
+    for (const p of pipelines.filter((p) => p.scheduleId !== BigInt(lone!))) expect(p.createdAt).toEqual(at);
   }, 30_000);
 });

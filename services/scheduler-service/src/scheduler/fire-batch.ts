@@ -206,8 +206,9 @@ function decide(schedule: SchedulePlanRecord, ticks: readonly { tick: Date; trig
  * addBulk for the events, and the metrics. The unique (schedule_id, tick) of runs still guards a
  * tick against firing twice: a conflict fails the statement and the batch rolls back, and so does
  * any other failure (FireFailed names the locked schedules; the pass retries them one by one in
- * guarded mode). Null when nothing is due. With `ahead`, the batch is the same as of a coming fire
- * instant, minus what aheadSafe refuses (returned in `left`), and commits at that instant.
+ * guarded mode). Null when nothing is due. With `ahead`, the batch takes the schedules due at a
+ * coming fire instant exactly, decides as of it, leaves what aheadSafe refuses (returned in
+ * `left`), and commits at that instant.
  */
 export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): Promise<BatchOutcome | null> {
   const ahead = options.ahead;
@@ -219,7 +220,12 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
   try {
     outcome = await sqlOf(deps.db).transaction(
       async (tx) => {
-        const rows = await lockDueScheduleBatch(tx, now, { limit: options.limit, exclude: [...options.exclude], inlineDefinitionBytes: INLINE_DEFINITION_BYTES });
+        const rows = await lockDueScheduleBatch(tx, now, {
+          limit: options.limit,
+          exclude: [...options.exclude],
+          inlineDefinitionBytes: INLINE_DEFINITION_BYTES,
+          exactlyAt: ahead !== undefined,
+        });
         if (rows.length === 0) return null;
         locked.push(...rows.map((r) => r.schedule.id));
         const overlapping = rows.filter((r) => r.schedule.overlapPolicy !== 'Allow').map((r) => r.schedule);
