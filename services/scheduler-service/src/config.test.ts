@@ -12,8 +12,8 @@ describe('scheduler-service config', () => {
     for (const bad of ['0', '1001', '-5', '2.5', 'many']) expect(() => parseConfig({ SCHEDULER_BATCH_SIZE: bad }), bad).toThrow(/SCHEDULER_BATCH_SIZE/);
   });
 
-  it('reads SCHEDULER_PREPARE_AHEAD_MS, 0..5000, default 500 (0 turns preparing ahead off)', () => {
-    expect(parseConfig({}).prepareAheadMs).toBe(500);
+  it('reads SCHEDULER_PREPARE_AHEAD_MS, 0..5000, default 1000 (0 turns preparing ahead off)', () => {
+    expect(parseConfig({}).prepareAheadMs).toBe(1000);
     expect(parseConfig({ SCHEDULER_PREPARE_AHEAD_MS: '0' }).prepareAheadMs).toBe(0);
     expect(parseConfig({ SCHEDULER_PREPARE_AHEAD_MS: '2000' }).prepareAheadMs).toBe(2000);
     for (const bad of ['-1', '5001', '1.5', 'soon']) expect(() => parseConfig({ SCHEDULER_PREPARE_AHEAD_MS: bad }), bad).toThrow(/SCHEDULER_PREPARE_AHEAD_MS/);

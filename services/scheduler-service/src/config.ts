@@ -21,7 +21,7 @@ export function parseConfig(env: Record<string, string | undefined>): SchedulerC
     pollIntervalMs: read.int('SCHEDULER_POLL_INTERVAL_MS', 1000, { min: 50, max: 1000 }),
     concurrency: read.int('SCHEDULER_CONCURRENCY', 2, { min: 1, max: 64 }),
     batchSize: read.int('SCHEDULER_BATCH_SIZE', 250, { min: 1, max: 1000 }),
-    prepareAheadMs: read.int('SCHEDULER_PREPARE_AHEAD_MS', 500, { min: 0, max: 5000 }),
+    prepareAheadMs: read.int('SCHEDULER_PREPARE_AHEAD_MS', 1000, { min: 0, max: 5000 }),
   };
   read.done();
   return config;

@@ -9,12 +9,17 @@ import { parseConfig } from './config.js';
 import type { SchedulerDeps } from './scheduler/deps.js';
 import { warmFireConnections } from './scheduler/fire-batch.js';
 import { startSchedulerLoop } from './scheduler/loop.js';
+import { AHEAD_WAITING_PER_WORKER } from './scheduler/pass.js';
 import { PLAN_CACHE_BYTES, PlanCache } from './scheduler/plan-cache.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'scheduler-service', level: config.logLevel });
-// An ahead pass holds up to two transactions per unit of concurrency (one waiting for its instant).
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, Math.max(config.concurrency + 4, 2 * config.concurrency + 2)), ca: config.databaseCa });
+// An ahead pass holds up to AHEAD_WAITING_PER_WORKER + 1 transactions per unit of concurrency
+// while the regular loop goes on beside it.
+const db = createDb(config.databaseUrl, {
+  max: Math.min(config.databasePoolMax, (AHEAD_WAITING_PER_WORKER + 1) * config.concurrency + 4),
+  ca: config.databaseCa,
+});
 const redis = createRedis(config.redisUrl, 'producer');
 warmFireConnections(db);
 

@@ -40,7 +40,8 @@ async function untilWallClock(at: number) {
 
 describe('ticks prepared ahead', () => {
   it('are written before their instant, invisible until it, then all visible at once, stamped with the instant', async () => {
-    const at = new Date(Date.now() + 1500);
+    // Far enough ahead for the creations and the batches' writes on a loaded machine.
+    const at = new Date(Date.now() + 3500);
     const ids = await onceSchedules(40, at);
     let settledAt: number | null = null;
     // Three batches per worker's turn: one waits for the instant while the next is written.
@@ -101,18 +102,20 @@ describe('ticks prepared ahead', () => {
   }, 30_000);
 
   it('two replicas preparing the same instant fire each tick exactly once', async () => {
-    const at = new Date(Date.now() + 1500);
-    const ids = await onceSchedules(60, at);
+    // 200 schedules: more than one replica holds before the instant (2 workers × 3 batches × 20),
+    // so both take part.
+    const at = new Date(Date.now() + 4000);
+    const ids = await onceSchedules(200, at);
     const other = { ...h.replica(), clock: () => new Date() };
     const [a, b] = await Promise.all([runAheadPass(deps, at, { concurrency: 2, batchSize: 10 }), runAheadPass(other, at, { concurrency: 2, batchSize: 10 })]);
     const [c, d] = await Promise.all([runDuePass(deps, { concurrency: 2 }), runDuePass(other, { concurrency: 2 })]);
-    expect(a.ticks.created + b.ticks.created + c.ticks.created + d.ticks.created).toBe(60);
+    expect(a.ticks.created + b.ticks.created + c.ticks.created + d.ticks.created).toBe(200);
     expect(a.ticks.created).toBeGreaterThan(0);
     expect(b.ticks.created).toBeGreaterThan(0);
-    expect(await runsOf(ids)).toHaveLength(60);
+    expect(await runsOf(ids)).toHaveLength(200);
     const pipelines = await pipelinesOf(ids);
-    expect(pipelines).toHaveLength(60);
-    expect(new Set(pipelines.map((p) => p.scheduleId)).size).toBe(60);
+    expect(pipelines).toHaveLength(200);
+    expect(new Set(pipelines.map((p) => p.scheduleId)).size).toBe(200);
   }, 30_000);
 
   it('take only the schedules of their instant: one due earlier is left to the regular pass', async () => {

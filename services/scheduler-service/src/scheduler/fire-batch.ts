@@ -230,7 +230,8 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
         locked.push(...rows.map((r) => r.schedule.id));
         const overlapping = rows.filter((r) => r.schedule.overlapPolicy !== 'Allow').map((r) => r.schedule);
         const states = overlapping.length > 0 ? await overlapStates(tx, overlapping) : new Map<number, OverlapState>();
-        const writer = new BatchWriter(tx, ahead ? () => ahead.at : deps.clock);
+        // Stamped with the instant, or with now when the write comes after it (a burst larger than the lead time allowed).
+        const writer = new BatchWriter(tx, ahead ? () => new Date(Math.max(ahead.at.getTime(), deps.clock().getTime())) : deps.clock);
         const sameText = new Map<string, PlannedDefinition>();
         const results: FireResult[] = [];
         const deferred: number[] = [];

@@ -25,8 +25,14 @@ export interface PassOptions {
 
 export const DEFAULT_BATCH_SIZE = 250;
 
-/** Batches one worker of an ahead pass holds written and waiting for their instant, besides the one it prepares. */
-const AHEAD_WAITING_PER_WORKER = 1;
+/**
+ * Batches one worker of an ahead pass holds written and waiting for their instant, besides the one
+ * it prepares; main.ts sizes the pool for them. With the ahead batches twice SCHEDULER_BATCH_SIZE,
+ * the defaults prepare 3,000 schedules of one instant before it.
+ */
+export const AHEAD_WAITING_PER_WORKER = 2;
+/** An ahead batch takes this many times SCHEDULER_BATCH_SIZE (at most 1,000): it has time to. */
+const AHEAD_BATCH_FACTOR = 2;
 
 /**
  * One scheduler pass at `deps.clock()`. First every due schedule is fired set-based (fire-batch.ts),
@@ -127,7 +133,7 @@ export async function runAheadPass(deps: SchedulerDeps, at: Date, options: PassO
       let signal!: (step: 'written') => void;
       const written = new Promise<'written'>((resolve) => (signal = resolve));
       const batch = fireDueBatch(deps, {
-        limit: options.batchSize ?? DEFAULT_BATCH_SIZE,
+        limit: Math.min(1000, AHEAD_BATCH_FACTOR * (options.batchSize ?? DEFAULT_BATCH_SIZE)),
         exclude,
         announcements,
         ahead: {
