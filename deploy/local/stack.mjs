@@ -260,6 +260,7 @@ function banner(urls, app) {
     ` Pipeline orchestration is up: ${Object.keys(urls).join(', ')}`,
     urls['api-gateway'] && `   API             ${urls['api-gateway']}`,
     urls['worker-gateway'] && `   Worker gateway  ${urls['worker-gateway']}`,
+    urls['api-gateway'] && `   Dashboard       ${urls['api-gateway']}/ui/  (sign in with the API key below)`,
     '   Health:',
     ...Object.entries(urls).map(
       ([name, url]) =>

@@ -33,4 +33,5 @@ export * from './system.js';
 export * from './problem.js';
 export * from './params.js';
 export * from './worker-activity.js';
+export * from './dashboard.js';
 export * from './openapi/index.js';

@@ -207,7 +207,8 @@ describe('document structure (OpenAPI 3.1)', () => {
 
 describe('coverage of the API', () => {
   // api-spec.md "Endpoints", plus worker activity (issue item 5), stage log pages (decision 0084),
-  // schedule backfill (issue 11, decision 0087) and this document.
+  // schedule backfill (issue 11, decision 0087), the dashboard's reads (issue 13, decision 0093)
+  // and this document.
   const expected = [
     'POST /pipelines',
     'GET /pipelines',
@@ -241,6 +242,8 @@ describe('coverage of the API', () => {
     'POST /logs',
     'GET /workers',
     'GET /workers/{workerId}/events',
+    'GET /overview',
+    'GET /worker-events',
     'GET /openapi.json',
     'GET /healthz',
     'GET /readyz',

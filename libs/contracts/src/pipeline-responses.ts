@@ -98,6 +98,12 @@ export interface StageResponse {
   lastErrorCode: string | null;
   failureDisposition: FailureDisposition | null;
   isTerminal: boolean;
+  /** The worker that holds (or last held) the lease of the current execution; null before a lease. */
+  workerId: string | null;
+  /** When the current execution's lease was granted (its attempt began); null before. */
+  attemptStartedAt: string | null;
+  /** When the current execution ended (result, lease expiry, timeout, cancellation); null while it lasts. */
+  attemptEndedAt: string | null;
 }
 
 export interface PipelineResponse {
@@ -233,6 +239,18 @@ export const stageResponseSchema = response('StageResponse', {
   lastErrorCode: nullable(str()),
   failureDisposition: nullable(enumOf(FAILURE_DISPOSITIONS)),
   isTerminal: bool(),
+  workerId: {
+    ...nullable(str({ minLength: 1, maxLength: 64 })),
+    description: 'the worker that holds (or last held) the lease of the current execution; null until a lease is granted',
+  },
+  attemptStartedAt: {
+    ...nullable(utcDateTime()),
+    description: "when the current execution's lease was granted (its attempt began); null until then",
+  },
+  attemptEndedAt: {
+    ...nullable(utcDateTime()),
+    description: 'when the current execution ended (result, lease expiry, timeout or cancellation); null while it lasts or before it began',
+  },
 });
 
 export const pipelineResponseSchema = response('PipelineResponse', {

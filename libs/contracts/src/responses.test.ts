@@ -87,6 +87,9 @@ const stageResponse: StageResponse = {
   lastErrorCode: null,
   failureDisposition: null,
   isTerminal: false,
+  workerId: 'worker-1',
+  attemptStartedAt: at,
+  attemptEndedAt: null,
 };
 
 const pipeline: PipelineResponse = {
@@ -142,6 +145,7 @@ const schedule: Schedule = {
   createdAt: at,
   updatedAt: at,
   nextRunAt: '2025-03-02T01:00:00.000Z',
+  nextRuns: ['2025-03-02T01:00:00.000Z', '2025-03-03T01:00:00.000Z'],
   lastRunAt: at,
   lastRunStatus: 'Running',
   lastPipelineId: 7,

@@ -47,6 +47,9 @@ export type ScheduleRunTrigger = (typeof SCHEDULE_RUN_TRIGGERS)[number];
 export const SCHEDULE_RUN_STATUSES = ['Created', 'Queued', 'Skipped', 'Failed'] as const;
 export type ScheduleRunStatus = (typeof SCHEDULE_RUN_STATUSES)[number];
 
+/** How many upcoming fire instants a Schedule lists (`nextRuns`). */
+export const SCHEDULE_NEXT_RUNS = 5;
+
 export const SCHEDULE_HEALTH_STATES = ['idle', 'failing', 'degraded', 'healthy'] as const;
 export type ScheduleHealthState = (typeof SCHEDULE_HEALTH_STATES)[number];
 
@@ -120,6 +123,8 @@ export interface Schedule {
   createdAt: string;
   updatedAt: string;
   nextRunAt: string | null;
+  /** The next fire instants (at most SCHEDULE_NEXT_RUNS), jitter applied; [] unless Active. */
+  nextRuns: string[];
   lastRunAt: string | null;
   lastRunStatus: PipelineStatus | ScheduleRunStatus | null;
   lastPipelineId: number | null;
@@ -222,6 +227,10 @@ export const scheduleSchema = response('Schedule', {
   createdAt: utcDateTime(),
   updatedAt: utcDateTime(),
   nextRunAt: nullable(utcDateTime()),
+  nextRuns: {
+    ...arrayOf(utcDateTime(), { maxItems: SCHEDULE_NEXT_RUNS }),
+    description: `the next ${SCHEDULE_NEXT_RUNS} instants the schedule fires at, after now, ascending, jitter applied as the scheduler applies it; [] when Paused, Archived or nothing is left`,
+  },
   lastRunAt: nullable(utcDateTime()),
   lastRunStatus: nullable(enumOf(uniqueValues(PIPELINE_STATUSES, SCHEDULE_RUN_STATUSES))),
   lastPipelineId: nullable(rid()),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
-import type { ParameterizedContext } from 'koa';
+import type { Middleware, ParameterizedContext } from 'koa';
 import type { ProblemCode } from '@po/contracts';
 import { DomainError, NotFound, newTraceId, type FieldError } from '@po/domain';
 import {
@@ -29,6 +29,8 @@ export type AppContext = ParameterizedContext<AppState>;
 export interface HttpAppOptions {
   logger: Logger;
   routers: Router[];
+  /** Run before the routers, inside the error and logging middleware (e.g. conditionalGet, static files). */
+  middleware?: Middleware<AppState>[];
 }
 
 function incomingTraceId(header: string | undefined): string {
@@ -40,7 +42,7 @@ function incomingTraceId(header: string | undefined): string {
  * metrics, problem+json errors and a 404 fallback. GET /metrics is not here: it has its own port
  * (listenMetrics), so the API port never exposes it.
  */
-export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState> {
+export function createHttpApp({ logger, routers, middleware = [] }: HttpAppOptions): Koa<AppState> {
   const app = new Koa<AppState>();
   app.proxy = true;
   app.silent = true;
@@ -78,6 +80,7 @@ export function createHttpApp({ logger, routers }: HttpAppOptions): Koa<AppState
     );
   });
 
+  for (const m of middleware) app.use(m);
   for (const router of routers) app.use(router.routes());
   app.use(() => {
     throw new NotFound('No such route.');

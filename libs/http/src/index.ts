@@ -1,4 +1,5 @@
 export { createHttpApp, type HttpAppOptions, type AppState, type AppContext } from './app.js';
+export { bodyEtag, conditionalGet, matchesIfNoneMatch } from './conditional.js';
 export { bodyKeyAuth, jsonBody, optionalJsonBody } from './body.js';
 export { pathParam, queryParams } from './params.js';
 export { apiKeyAuth, hashSecret, type ApiKeyResolver, type AuthenticatedApp } from './auth.js';

@@ -17,6 +17,7 @@ export {
   type FetchedMessage,
   type StageNextFetcherOptions,
 } from './stage-next-fetcher.js';
+export { readStageNextDepths, type StageNextDepth } from './stage-next-depth.js';
 export {
   createStageNextQueueStats,
   type StageNextQueueSample,

@@ -1,4 +1,4 @@
-import { createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck } from '@po/http';
+import { conditionalGet, createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck } from '@po/http';
 import type { ApiGatewayConfig } from './config.js';
 import type { Deps } from './deps.js';
 import { pipelineRoutes } from './http/pipelines/routes.js';
@@ -7,11 +7,27 @@ import { stageRoutes } from './http/stages/routes.js';
 import { systemRoutes } from './http/system/routes.js';
 import { workerActivityRoutes } from './http/workers/routes.js';
 import { openApiRoutes } from './http/openapi/routes.js';
+import { dashboardApiRoutes } from './http/dashboard/routes.js';
+import { dashboardStatic } from './http/dashboard/static.js';
 
-export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyBytes' | 'build' | 'logsAnonLimit'>, readiness: Record<string, ReadinessCheck>) {
+/** Where the dashboard's build is (null: not installed); main.ts resolves it, tests pass their own. */
+export interface DashboardFiles {
+  distDir: string | null;
+}
+
+export function buildApp(
+  deps: Deps,
+  config: Pick<ApiGatewayConfig, 'maxBodyBytes' | 'build' | 'logsAnonLimit' | 'dashboard'>,
+  readiness: Record<string, ReadinessCheck>,
+  dashboard: DashboardFiles = { distDir: null },
+) {
   const resolveKey: ApiKeyResolver = (hash) => deps.keys.resolve(hash, deps.clock());
   return createHttpApp({
     logger: deps.logger,
+    middleware: [
+      conditionalGet(),
+      dashboardStatic({ distDir: dashboard.distDir, config: { traceUrlTemplate: config.dashboard.traceUrlTemplate, version: config.build.version } }),
+    ],
     routers: [
       healthRouter(readiness),
       pipelineRoutes(deps, resolveKey, config.maxBodyBytes),
@@ -19,6 +35,7 @@ export function buildApp(deps: Deps, config: Pick<ApiGatewayConfig, 'maxBodyByte
       scheduleRoutes(deps, resolveKey, config.maxBodyBytes),
       systemRoutes(deps, config.build, config.maxBodyBytes, config.logsAnonLimit),
       workerActivityRoutes(deps, resolveKey),
+      dashboardApiRoutes(deps, resolveKey),
       openApiRoutes(),
     ],
   });

@@ -1,4 +1,4 @@
-import { commonConfig, envReader, type CommonConfig } from '@po/config';
+import { ConfigError, commonConfig, envReader, type CommonConfig } from '@po/config';
 import type { TokenBucketLimits } from '@po/domain';
 
 export interface ApiGatewayConfig extends CommonConfig {
@@ -7,6 +7,29 @@ export interface ApiGatewayConfig extends CommonConfig {
   /** Anonymous POST /logs, per client address (decision 0083); rate 0 = no limit. */
   logsAnonLimit: TokenBucketLimits;
   build: { version: string; commit: string | null; builtAt: string | null };
+  /** GET /ui/config.json (decision 0093). */
+  dashboard: { traceUrlTemplate: string | null };
+}
+
+/**
+ * DASHBOARD_TRACE_URL_TEMPLATE: where the dashboard links a pipeline's trace id, an http(s) URL
+ * with `{traceId}` in it (`https://jaeger.example/trace/{traceId}`); unset, no links.
+ */
+export function traceUrlTemplate(value: string | undefined, problems: string[]): string | null {
+  const template = value?.trim();
+  if (!template) return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(template.replaceAll('{traceId}', '0'));
+  } catch {
+    // not a URL; said below
+  }
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    problems.push('DASHBOARD_TRACE_URL_TEMPLATE must be an http or https URL');
+  } else if (!template.includes('{traceId}')) {
+    problems.push('DASHBOARD_TRACE_URL_TEMPLATE must contain {traceId}');
+  }
+  return template;
 }
 
 /** LOGS_ANON_RATE_PER_MINUTE and LOGS_ANON_BURST when unset. */
@@ -14,6 +37,7 @@ export const LOGS_ANON_DEFAULTS: TokenBucketLimits = { ratePerMinute: 600, burst
 
 export function parseConfig(env: Record<string, string | undefined>): ApiGatewayConfig {
   const read = envReader(env);
+  const problems: string[] = [];
   const config: ApiGatewayConfig = {
     ...commonConfig(read, 8080),
     maxBodyBytes: read.int('API_MAX_BODY_BYTES', 33_554_432, { min: 1024 }),
@@ -27,7 +51,14 @@ export function parseConfig(env: Record<string, string | undefined>): ApiGateway
       commit: env.GIT_COMMIT?.trim() || null,
       builtAt: env.BUILT_AT?.trim() || null,
     },
+    dashboard: { traceUrlTemplate: traceUrlTemplate(env.DASHBOARD_TRACE_URL_TEMPLATE, problems) },
   };
-  read.done();
+  try {
+    read.done();
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError([...err.problems, ...problems]);
+    throw err;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

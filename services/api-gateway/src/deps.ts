@@ -1,6 +1,6 @@
 import type { ApiKeyCache, Db, DbOrTx, Sql } from '@po/db';
 import type { CursorSigner } from '@po/http';
-import type { PipelineEvent, PipelineEventsProducer } from '@po/queues';
+import type { PipelineEvent, PipelineEventsProducer, StageNextDepth } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 
 /** What operations need; wired by hand in main.ts, replaced piecewise in tests. */
@@ -16,6 +16,8 @@ export interface Deps {
   cancelTimeoutSeconds: number;
   /** Signs and verifies page cursors; its key is read from PostgreSQL once (decision 0089). */
   cursors: () => Promise<CursorSigner>;
+  /** Depth of the named StageNext queues, in the order given (GET /overview). */
+  queueDepths: (queues: readonly string[]) => Promise<StageNextDepth[]>;
 }
 
 /**

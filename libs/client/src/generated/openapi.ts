@@ -375,6 +375,46 @@ export type paths = {
     patch?: never;
     trace?: never;
   };
+  '/overview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Throughput, live pipelines and queue depth of the application
+     * @description Stages and pipelines that finished Completed or Failed in twelve five-minute buckets (oldest first; the last one is the current five minutes), the pipelines not yet finished by status, and for each handler the application has stages of (at most 200, by name) the depth of its StageNext queue. Read from PostgreSQL and the broker, not from metrics.
+     */
+    get: operations['getOverview'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/worker-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the events of every worker of the application, newest first
+     * @description The activity feed of the fleet: the events of GET /workers/{workerId}/events of all the application's workers, with the worker each came from, newest recorded first.
+     */
+    get: operations['listFleetWorkerEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/workers/bootstrap': {
     parameters: {
       query?: never;
@@ -716,6 +756,38 @@ export type components = {
       field: string;
       message: string;
     };
+    /** FleetWorkerEvent */
+    FleetWorkerEvent: {
+      /** @description increasing in the order the service recorded the events */
+      id: number;
+      workerId: string;
+      workerName: string | null;
+      /** @enum {string} */
+      kind:
+        | 'started'
+        | 'stopping'
+        | 'stopped'
+        | 'stage_started'
+        | 'stage_completed'
+        | 'stage_failed'
+        | 'lease_lost'
+        | 'error'
+        | 'custom';
+      /** Format: date-time */
+      at: string;
+      message: string | null;
+      stageId: number | null;
+      pipelineId: number | null;
+      data: Record<string, unknown> | null;
+    };
+    /**
+     * FleetWorkerEventPage
+     * @description events of every worker of the application, newest first (id descending)
+     */
+    FleetWorkerEventPage: {
+      items: components['schemas']['FleetWorkerEvent'][];
+      nextCursor: string | null;
+    };
     /** HeartbeatRequest */
     HeartbeatRequest: {
       workerId: string;
@@ -780,6 +852,56 @@ export type components = {
     MessageBrokerInfo: {
       enabled: boolean;
       connectionString: string | null;
+    };
+    /**
+     * Overview
+     * @description throughput and failures of the last hour, live pipelines by status, and queue depth per handler
+     */
+    Overview: {
+      /** Format: date-time */
+      from: string;
+      /** Format: date-time */
+      to: string;
+      bucketSeconds: number;
+      /** @description oldest first; the last bucket is the current five minutes, still filling */
+      buckets: components['schemas']['OverviewBucket'][];
+      pipelinesByStatus: components['schemas']['OverviewLiveCounts'];
+      /** @description one per handler the application has stages of (at most 200, by name) */
+      queues: components['schemas']['OverviewQueue'][];
+    };
+    /**
+     * OverviewBucket
+     * @description what finished in [start, start + bucketSeconds)
+     */
+    OverviewBucket: {
+      /** Format: date-time */
+      start: string;
+      stagesCompleted: number;
+      stagesFailed: number;
+      pipelinesCompleted: number;
+      pipelinesFailed: number;
+    };
+    /**
+     * OverviewLiveCounts
+     * @description pipelines of the application not yet finished, by status
+     */
+    OverviewLiveCounts: {
+      NotStarted: number;
+      Pending: number;
+      Running: number;
+      Paused: number;
+    };
+    /**
+     * OverviewQueue
+     * @description the StageNext queue of one handler of the application
+     */
+    OverviewQueue: {
+      handlerName: string;
+      /** @description messages of the queue no worker has pulled yet */
+      waiting: number;
+      delayed: number;
+      /** @description milliseconds since the oldest waiting message was dispatched; null when none waits */
+      oldestWaitingAgeMs: number | null;
     };
     /** PipelineDefinition */
     PipelineDefinition: {
@@ -968,6 +1090,8 @@ export type components = {
       updatedAt: string;
       /** Format: date-time */
       nextRunAt: string | null;
+      /** @description the next 5 instants the schedule fires at, after now, ascending, jitter applied as the scheduler applies it; [] when Paused, Archived or nothing is left */
+      nextRuns: string[];
       /** Format: date-time */
       lastRunAt: string | null;
       /** @enum {string|null} */
@@ -1311,6 +1435,18 @@ export type components = {
       /** @enum {string|null} */
       failureDisposition: 'retryable' | 'terminal' | null;
       isTerminal: boolean;
+      /** @description the worker that holds (or last held) the lease of the current execution; null until a lease is granted */
+      workerId: string | null;
+      /**
+       * Format: date-time
+       * @description when the current execution's lease was granted (its attempt began); null until then
+       */
+      attemptStartedAt: string | null;
+      /**
+       * Format: date-time
+       * @description when the current execution ended (result, lease expiry, timeout or cancellation); null while it lasts or before it began
+       */
+      attemptEndedAt: string | null;
     };
     /** StageResultAccepted */
     StageResultAccepted: {
@@ -1605,6 +1741,15 @@ export type components = {
     TooManyInflight: {
       headers: {
         'Retry-After': components['headers']['RetryAfter'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['ProblemDetails'];
+      };
+    };
+    /** @description `request_header_too_large`: the request line and headers exceed the header limit the HTTP server reads (16 KiB) */
+    RequestHeaderTooLarge: {
+      headers: {
         [name: string]: unknown;
       };
       content: {
@@ -2440,6 +2585,77 @@ export interface operations {
       500: components['responses']['InternalError'];
     };
   };
+  getOverview: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the overview */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Overview'];
+        };
+      };
+      /** @description not modified: `If-None-Match` names the ETag of the current body (every JSON GET of the api-gateway answers with a strong ETag and `Cache-Control: no-store`) */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+      /** @description `broker_unavailable`: the queue depths cannot be read now */
+      503: components['responses']['BrokerUnavailable'];
+    };
+  };
+  listFleetWorkerEvents: {
+    parameters: {
+      query?: {
+        /** @description `nextCursor` of the previous page of the same listing; a cursor issued for another listing is a 400 */
+        cursor?: components['parameters']['cursor'];
+        /** @description page size */
+        limit?: components['parameters']['limit'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description a page of events */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FleetWorkerEventPage'];
+        };
+      };
+      /** @description not modified: `If-None-Match` names the ETag of the current body (every JSON GET of the api-gateway answers with a strong ETag and `Cache-Control: no-store`) */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description invalid `limit` or `cursor` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
   bootstrapWorker: {
     parameters: {
       query?: never;
@@ -2770,6 +2986,10 @@ export interface operations {
           'application/json': components['schemas']['VersionInfo'];
         };
       };
+      /** @description a request that is not valid HTTP/1.1 (a malformed request line or header), refused before routing */
+      400: components['responses']['BadRequest'];
+      /** @description the request line and headers exceed the 16 KiB the HTTP server reads, refused before routing */
+      431: components['responses']['RequestHeaderTooLarge'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];
     };
@@ -2824,6 +3044,10 @@ export interface operations {
           'application/json': Record<string, unknown>;
         };
       };
+      /** @description a request that is not valid HTTP/1.1 (a malformed request line or header), refused before routing */
+      400: components['responses']['BadRequest'];
+      /** @description the request line and headers exceed the 16 KiB the HTTP server reads, refused before routing */
+      431: components['responses']['RequestHeaderTooLarge'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];
     };
@@ -2849,6 +3073,10 @@ export interface operations {
           };
         };
       };
+      /** @description a request that is not valid HTTP/1.1 (a malformed request line or header), refused before routing */
+      400: components['responses']['BadRequest'];
+      /** @description the request line and headers exceed the 16 KiB the HTTP server reads, refused before routing */
+      431: components['responses']['RequestHeaderTooLarge'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];
     };
@@ -2878,6 +3106,10 @@ export interface operations {
           };
         };
       };
+      /** @description a request that is not valid HTTP/1.1 (a malformed request line or header), refused before routing */
+      400: components['responses']['BadRequest'];
+      /** @description the request line and headers exceed the 16 KiB the HTTP server reads, refused before routing */
+      431: components['responses']['RequestHeaderTooLarge'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];
       /** @description a dependency does not answer */

@@ -44,6 +44,11 @@ const PROBLEM_RESPONSES: Record<string, { name: string; description: string }> =
     description:
       '`too_many_inflight` (pull) or `rate_limited` (POST /logs): retry after `Retry-After` seconds',
   },
+  '431': {
+    name: 'RequestHeaderTooLarge',
+    description:
+      '`request_header_too_large`: the request line and headers exceed the header limit the HTTP server reads (16 KiB)',
+  },
   '500': { name: 'InternalError', description: '`internal`: unexpected failure' },
   '503': {
     name: 'BrokerUnavailable',
@@ -271,7 +276,16 @@ export function buildOpenApiDocument(): OpenApiDocument {
         'Unknown request members are accepted and ignored. `x-max-bytes` limits UTF-8 bytes of a string (or of the compact JSON of another value); `x-no-control-characters` forbids Unicode Cc characters; `x-service` names the service behind an operation.',
         'Generated from the JSON Schemas of @po/contracts (docs/openapi.json is a committed copy).',
       ].join('\n\n'),
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
+    // Relative: the API is served from the root of the host that serves this document (one base
+    // URL for both gateways), whatever that host is in a deployment.
+    servers: [
+      {
+        url: '/',
+        description: 'The base URL this document was fetched from (GET /openapi.json)',
+      },
+    ],
     tags: TAGS.map((tag) => ({ ...tag })),
     paths: paths(),
     components: {

@@ -7,6 +7,7 @@
 //   ignore `x-` keywords.
 import { schemaId } from '../fragments.js';
 // Every module that registers schemas, so the document is complete whatever was imported first.
+import '../dashboard.js';
 import '../pipelines.js';
 import '../pipeline-responses.js';
 import '../pipeline-search.js';

@@ -48,7 +48,10 @@ export interface OpenApiDocument {
     title: string;
     version: string;
     description: string;
+    /** SPDX: `identifier` and `url` are mutually exclusive in OpenAPI 3.1. */
+    license: { name: string; identifier: string };
   };
+  servers: { url: string; description: string }[];
   tags: { name: string; description: string }[];
   paths: Record<string, OpenApiPathItem>;
   components: {

@@ -24,3 +24,4 @@ export * from './retention.js';
 export * from './pipeline-search.js';
 export * from './pipeline-rerun.js';
 export * from './cursor-secret.js';
+export * from './dashboard.js';

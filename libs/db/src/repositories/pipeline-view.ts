@@ -38,6 +38,11 @@ export interface StageRecord {
   retryAttempt: number;
   lastErrorCode: string | null;
   failureDisposition: string | null;
+  /** Lease holder of the current execution (the worker id), null before a lease (or on creation). */
+  workerId: string | null;
+  /** The current execution's lease grant and end. */
+  attemptStartedAt: Date | null;
+  attemptEndedAt: Date | null;
   /** The newest logs (STAGE_LOG_WINDOW), ordered by created then id. */
   logs: StageLogRecord[];
   /** Older logs exist than those in `logs` (read them with readStageLogPage). */
@@ -85,9 +90,11 @@ export const STAGE_LOG_WINDOW = { count: 100, bytes: 262_144 } as const;
 
 /**
  * The JSON object of stage row `s`; `logs` is an SQL expression of its json array of logs and
- * `logsTruncated` a boolean one (no stage of a creation has logs).
+ * `logsTruncated` a boolean one (no stage of a creation has logs). `execution` names the joined
+ * stage_executions row of the stage's current execution, when there can be one (not on creation).
  */
-export function stageJson(s: string, logs: string, logsTruncated = 'false'): string {
+export function stageJson(s: string, logs: string, logsTruncated = 'false', execution?: string): string {
+  const ex = (column: string) => (execution === undefined ? 'NULL' : `${execution}.${column}`);
   return `json_build_object(
     'id', ${s}.id, 'pipelineId', ${s}.pipeline_id, 'position', ${s}.position, 'spanId', ${s}.span_id,
     'name', ${s}.name, 'handlerName', ${s}.handler_name, 'description', ${s}.description,
@@ -96,7 +103,8 @@ export function stageJson(s: string, logs: string, logsTruncated = 'false'): str
     'input', ${s}.input, 'isEvent', ${s}.is_event, 'options', ${s}.options,
     'failureCount', ${s}.failure_count, 'lastFailedAt', ${s}.last_failed_at, 'attempt', ${s}.attempt,
     'retryAttempt', ${s}.retry_attempt, 'lastErrorCode', ${s}.last_error_code,
-    'failureDisposition', ${s}.failure_disposition, 'logs', ${logs}, 'logsTruncated', ${logsTruncated})`;
+    'failureDisposition', ${s}.failure_disposition, 'logs', ${logs}, 'logsTruncated', ${logsTruncated},
+    'workerId', ${ex('lease_owner')}, 'attemptStartedAt', ${ex('leased_at')}, 'attemptEndedAt', ${ex('ended_at')})`;
 }
 
 /**
@@ -130,6 +138,8 @@ export function pipelineJson(
     /** Joined to each stage row `s` when `logs` reads from it. */
     logsJoin?: (s: string) => string;
     logsTruncated?: (s: string) => string;
+    /** Joins each stage row `s` to its current execution as `ex` (a read; a creation has none). */
+    executionJoin?: (s: string) => string;
     /** Json array of the ids of pipeline `p`'s newest reruns; none by default (a new pipeline). */
     reruns?: (p: string) => string;
   },
@@ -139,8 +149,8 @@ export function pipelineJson(
     'status', ${p}.status, 'createdAt', ${p}.created_at, 'finishedAt', ${p}.finished_at,
     'idempotencyKey', ${p}.idempotency_key, 'rerunOf', ${p}.rerun_of,
     'reruns', ${rows.reruns?.(p) ?? `'[]'::json`},
-    'stages', (SELECT coalesce(json_agg(${stageJson('s', rows.logs('s'), rows.logsTruncated?.('s'))} ORDER BY s.position), '[]'::json)
-               FROM ${rows.stages} s ${rows.logsJoin?.('s') ?? ''} WHERE s.pipeline_id = ${p}.id),
+    'stages', (SELECT coalesce(json_agg(${stageJson('s', rows.logs('s'), rows.logsTruncated?.('s'), rows.executionJoin ? 'ex' : undefined)} ORDER BY s.position), '[]'::json)
+               FROM ${rows.stages} s ${rows.logsJoin?.('s') ?? ''} ${rows.executionJoin?.('s') ?? ''} WHERE s.pipeline_id = ${p}.id),
     'contextItems', (SELECT coalesce(json_agg(json_build_object(
                        'key', c.key, 'value', c.value, 'valueType', c.value_type, 'isSensitive', c.is_sensitive)
                        ORDER BY c.id), '[]'::json)
@@ -157,6 +167,8 @@ export const STORED_PIPELINE_JSON = pipelineJson('p', {
   logsJoin: storedLogsJoin,
   logs: () => `coalesce(lg.logs, '[]'::json)`,
   logsTruncated: () => `coalesce(lg.truncated, false)`,
+  // The lease holder and timings the dashboard's stage graph shows: one primary-key probe a stage.
+  executionJoin: (s) => `LEFT JOIN stage_executions ex ON ex.id = ${s}.current_execution_id`,
   // pipelines_rerun_of_idx (partial: only reruns have an entry), newest RERUNS_SHOWN.
   reruns: (p) => `coalesce((SELECT json_agg(r.id ORDER BY r.id DESC) FROM (
     SELECT id FROM pipelines WHERE rerun_of = ${p}.id ORDER BY id DESC LIMIT ${RERUNS_SHOWN}) r), '[]'::json)`,
@@ -177,6 +189,8 @@ export function stageRecord(s: StageJson): StageRecord {
     startedAt: atOrNull(s.startedAt),
     nextRetryAt: atOrNull(s.nextRetryAt),
     lastFailedAt: atOrNull(s.lastFailedAt),
+    attemptStartedAt: atOrNull(s.attemptStartedAt),
+    attemptEndedAt: atOrNull(s.attemptEndedAt),
     logs: s.logs.map((l) => ({ ...l, created: at(l.created) })),
   };
 }

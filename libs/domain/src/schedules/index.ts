@@ -7,3 +7,4 @@ export * from './health.js';
 export * from './upsert.js';
 export * from './due.js';
 export * from './backfill.js';
+export * from './upcoming.js';

@@ -70,6 +70,9 @@ function stageResponse(s: StageRecord, next: StageRecord | null) {
     lastErrorCode: s.lastErrorCode,
     failureDisposition: s.failureDisposition,
     isTerminal: isTerminalStage(s.status),
+    workerId: s.workerId,
+    attemptStartedAt: iso(s.attemptStartedAt),
+    attemptEndedAt: iso(s.attemptEndedAt),
   };
 }
 

@@ -17,7 +17,7 @@ async function changeSchedule(deps: Deps, applicationId: number, name: string, c
     // Read under the schedule's row lock, which every writer of its runs takes first: the
     // response shows the schedule and its runs as this change left them.
     const runs = await recentRuns(tx, [record.id], HEALTH_WINDOW);
-    return scheduleResponse(record, runs.get(record.id) ?? []);
+    return scheduleResponse(record, runs.get(record.id) ?? [], now);
   });
 }
 

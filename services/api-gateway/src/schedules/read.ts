@@ -25,7 +25,7 @@ export async function getSchedule(deps: Deps, applicationId: number, name: strin
     const record = await findScheduleByName(tx, applicationId, name);
     if (!record) throw new NotFound(`Schedule "${name}" not found.`);
     const runs = await recentRuns(tx, [record.id], HEALTH_WINDOW);
-    return scheduleResponse(record, runs.get(record.id) ?? []);
+    return scheduleResponse(record, runs.get(record.id) ?? [], deps.clock());
   });
 }
 
@@ -42,6 +42,7 @@ export async function listSchedulesPage(
   const token = readCursor(query.cursor, ['id']);
   const cursors = await deps.cursors();
   const afterId = cursors.verifyOptional(key, token)?.[0] as number | undefined;
+  const now = deps.clock();
   return readSnapshot(deps, async (tx) => {
     const rows = await listSchedules(tx, applicationId, {
       ...(query.status ? { status: query.status } : {}),
@@ -49,7 +50,7 @@ export async function listSchedulesPage(
       take: query.limit + 1,
     });
     const runs = await recentRuns(tx, rows.slice(0, query.limit).map((r) => r.id), HEALTH_WINDOW);
-    return pageOf(rows, query.limit, (last) => cursors.issue(key, [last.id]), (r) => scheduleResponse(r, runs.get(r.id) ?? []));
+    return pageOf(rows, query.limit, (last) => cursors.issue(key, [last.id]), (r) => scheduleResponse(r, runs.get(r.id) ?? [], now));
   });
 }
 

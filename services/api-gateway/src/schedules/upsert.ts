@@ -38,7 +38,7 @@ export async function upsertSchedule(deps: Deps, applicationId: number, name: st
   const storeAndRespond = async (tx: DbOrTx): Promise<UpsertOutcome> => {
     const { created, record } = await store(tx, applicationId, name, body, now);
     const runs = await recentRuns(tx, [record.id], HEALTH_WINDOW);
-    return { created, schedule: scheduleResponse(record, runs.get(record.id) ?? []) };
+    return { created, schedule: scheduleResponse(record, runs.get(record.id) ?? [], now) };
   };
   try {
     return await deps.db.$transaction(storeAndRespond);

@@ -1,14 +1,17 @@
 import type { Schedule, ScheduleRun } from '@po/contracts';
 import type { ScheduleRecord, ScheduleRunRecord } from '@po/db';
-import { scheduleHealth, type ScheduleSettings } from '@po/domain';
+import { SCHEDULE_NEXT_RUNS } from '@po/contracts';
+import { scheduleHealth, upcomingFires, type ScheduleSettings } from '@po/domain';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
 /**
  * Schedule (api-spec + addendum §5.5): every field present; nextRunAt is the jittered fire time
- * and null unless Active; last-run fields and health come from the newest runs (newest first).
+ * and null unless Active; nextRuns the next fire instants after `now` from the stored plan, by the
+ * scheduler's own rules (upcomingFires); last-run fields and health come from the newest runs
+ * (newest first).
  */
-export function scheduleResponse(s: ScheduleRecord, runsNewestFirst: readonly ScheduleRunRecord[]): Schedule {
+export function scheduleResponse(s: ScheduleRecord, runsNewestFirst: readonly ScheduleRunRecord[], now: Date): Schedule {
   const newest = runsNewestFirst[0];
   const health = scheduleHealth(runsNewestFirst);
   return {
@@ -30,6 +33,7 @@ export function scheduleResponse(s: ScheduleRecord, runsNewestFirst: readonly Sc
     createdAt: s.createdAt.toISOString(),
     updatedAt: s.updatedAt.toISOString(),
     nextRunAt: s.status === 'Active' ? iso(s.nextRunAt) : null,
+    nextRuns: s.status === 'Active' ? upcomingFires(s, now, SCHEDULE_NEXT_RUNS).map((d) => d.toISOString()) : [],
     lastRunAt: newest ? newest.createdAt.toISOString() : null,
     lastRunStatus: newest ? (newest.pipelineId !== null && newest.pipelineStatus !== null ? newest.pipelineStatus : newest.status) : null,
     lastPipelineId: newest?.pipelineId ?? null,

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { API_KEY_CACHE, createApiKeyCache, readCursorSecret, sqlOf, type Db } from '@po/db';
 import { lazyCursorSigner, listen } from '@po/http';
-import { createPipelineEventsProducer, createRedis, type PipelineEventsProducer } from '@po/queues';
+import { createPipelineEventsProducer, createRedis, readStageNextDepths, type PipelineEventsProducer } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import {
   TEST_REDIS_URL,
@@ -37,6 +37,9 @@ export async function startGateway(
   overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events' | 'clock'>> & {
     maxBodyBytes?: number;
     logsAnonLimit?: ApiGatewayConfig['logsAnonLimit'];
+    /** The dashboard's build to serve under /ui/ (default: none, so /ui/ is a 404). */
+    dashboardDistDir?: string | null;
+    traceUrlTemplate?: string | null;
   } = {},
 ) {
   const database = await createTestDatabase();
@@ -63,6 +66,7 @@ export async function startGateway(
     clock: overrides.clock ?? (() => new Date()),
     cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10,
     cursors: lazyCursorSigner(() => readCursorSecret(sqlOf(db))),
+    queueDepths: (queues) => readStageNextDepths(redis, prefix, queues),
   };
   const app = buildApp(
     deps,
@@ -70,8 +74,10 @@ export async function startGateway(
       maxBodyBytes: overrides.maxBodyBytes ?? 33_554_432,
       logsAnonLimit: overrides.logsAnonLimit ?? LOGS_ANON_DEFAULTS,
       build: { version: '0.5.0', commit: null, builtAt: null },
+      dashboard: { traceUrlTemplate: overrides.traceUrlTemplate ?? null },
     },
     { postgres: () => db.$queryRaw`SELECT 1`, redis: () => redis.ping() },
+    { distDir: overrides.dashboardDistDir ?? null },
   );
   const server = await listen(app, '127.0.0.1', 0);
   const url = `http://127.0.0.1:${server.port}`;

@@ -1,3 +1,4 @@
+import { DASHBOARD_OPERATIONS } from './dashboard.js';
 import { PIPELINE_OPERATIONS } from './pipelines.js';
 import { SCHEDULE_OPERATIONS } from './schedules.js';
 import type { OperationSpec } from './spec.js';
@@ -13,6 +14,7 @@ export const OPERATIONS: OperationSpec[] = [
   ...PIPELINE_OPERATIONS,
   ...SCHEDULE_OPERATIONS,
   ...WORKER_ACTIVITY_OPERATIONS,
+  ...DASHBOARD_OPERATIONS,
   ...WORKER_PROTOCOL_OPERATIONS,
   ...SYSTEM_OPERATIONS,
 ];

@@ -54,6 +54,7 @@ export const SCHEDULES = 'Schedules';
 export const WORKER_PROTOCOL = 'Worker protocol';
 export const WORKER_ACTIVITY = 'Worker activity';
 export const SYSTEM = 'System';
+export const DASHBOARD = 'Dashboard';
 
 export const TAGS = [
   { name: PIPELINES, description: 'Pipelines and stages (api-gateway).' },
@@ -67,6 +68,10 @@ export const TAGS = [
     name: WORKER_ACTIVITY,
     description:
       'Workers of an application and the events they sent, for dashboards (api-gateway).',
+  },
+  {
+    name: DASHBOARD,
+    description: 'Throughput, live pipelines and queue depth, for the dashboard under /ui/ (api-gateway).',
   },
   { name: SYSTEM, description: 'Version, legacy logs, this document and health (api-gateway).' },
 ];

@@ -3,6 +3,15 @@ import type { JsonMap } from '../types.js';
 import { SYSTEM } from './spec.js';
 import type { OperationSpec } from './spec.js';
 
+/**
+ * What an operation without input of its own can still answer: requests the HTTP server refuses
+ * before any route (libs/http server.ts), as problem+json like every other 4xx.
+ */
+const BEFORE_ROUTING: Record<string, string> = {
+  '400': 'a request that is not valid HTTP/1.1 (a malformed request line or header), refused before routing',
+  '431': 'the request line and headers exceed the 16 KiB the HTTP server reads, refused before routing',
+};
+
 export const SYSTEM_OPERATIONS: OperationSpec[] = [
   {
     method: 'get',
@@ -13,7 +22,7 @@ export const SYSTEM_OPERATIONS: OperationSpec[] = [
     summary: 'Server version and licence tier',
     security: 'none',
     success: { '200': { description: 'build metadata', body: 'VersionInfo' } },
-    errors: {},
+    errors: BEFORE_ROUTING,
   },
   {
     method: 'post',
@@ -48,7 +57,7 @@ export const SYSTEM_OPERATIONS: OperationSpec[] = [
         body: { type: 'object', description: 'an OpenAPI 3.1 document' },
       },
     },
-    errors: {},
+    errors: BEFORE_ROUTING,
   },
   {
     method: 'get',
@@ -69,7 +78,7 @@ export const SYSTEM_OPERATIONS: OperationSpec[] = [
         },
       },
     },
-    errors: {},
+    errors: BEFORE_ROUTING,
   },
   {
     method: 'get',
@@ -84,7 +93,7 @@ export const SYSTEM_OPERATIONS: OperationSpec[] = [
       '200': { description: 'ready', body: readinessSchema('ready') },
       '503': { description: 'a dependency does not answer', body: readinessSchema('not_ready') },
     },
-    errors: {},
+    errors: BEFORE_ROUTING,
   },
 ];
 

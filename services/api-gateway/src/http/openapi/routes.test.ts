@@ -13,7 +13,11 @@ interface Layer {
 
 function servedOperations(): string[] {
   // Routes are only wired here; nothing is called, so no database or broker is needed.
-  const app = buildApp({} as Deps, { maxBodyBytes: 1024, logsAnonLimit: LOGS_ANON_DEFAULTS, build: { version: '0.5.0', commit: null, builtAt: null } }, {});
+  const app = buildApp(
+    {} as Deps,
+    { maxBodyBytes: 1024, logsAnonLimit: LOGS_ANON_DEFAULTS, build: { version: '0.5.0', commit: null, builtAt: null }, dashboard: { traceUrlTemplate: null } },
+    {},
+  );
   const out = new Set<string>();
   for (const middleware of app.middleware) {
     const router = (middleware as { router?: { stack: Layer[] } }).router;

@@ -240,7 +240,9 @@ describe('PUT /schedules/{name}: an existing name', () => {
       await put(name, { kind: 'Once', runAt: '2030-03-04T13:00:00.000+02:00', definition }),
       200,
     );
-    expect(same).toEqual(created);
+    // Nothing stored; only nextRuns moved on: it lists instants after now (decision 0093).
+    expect(created.nextRuns).toEqual(['2030-03-04T11:00:00.000Z']);
+    expect(same).toEqual({ ...created, nextRuns: [] });
     expectProblem(
       await put(name, { kind: 'Once', runAt: '2030-03-04T11:30:00Z', definition }),
       400,
