@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,11 @@ import { startCluster, type Cluster } from './support/cluster.js';
 import { call, waitFor } from './support/http.js';
 import { hasMetric, metricValue, scrape, type Sample } from './support/prometheus.js';
 import { fileExporterEnv, readSpanFiles, readSpans, type SpanLine } from './support/spans.js';
+import { analyse, dashboardQueries, type Dashboard } from '../deploy/k8s-checks/promql.mjs';
+
+const DASHBOARD = new URL('../helm/pipeline-orchestration/dashboards/pipeline-orchestration.json', import.meta.url);
+/** Labels Prometheus adds from the scrape target, never served by a process itself. */
+const TARGET_LABELS = new Set(['namespace', 'pod', 'instance', 'job', 'service', 'container', 'endpoint']);
 
 /**
  * Observability end to end (decisions 0050–0053): the five services and an SDK worker as processes,
@@ -242,5 +247,30 @@ describe('one trace per pipeline, and metrics that move', () => {
     expect(scheduled.fire).toMatchObject({ service: 'scheduler-service', parentSpanId: null });
     expect(named(scheduled.spans, 'pipeline.stage')[0]!.parentSpanId).toBe(scheduled.fire.spanId);
     expect(named(scheduled.spans, 'stage.handler')).toHaveLength(1);
+  });
+
+  it('serves every series the Grafana dashboard queries, with the labels it filters and groups by (issue 14 item 4)', async () => {
+    // Runs after the traffic above: every stage outcome, retry, fence, requeue and schedule tick happened.
+    const queries = dashboardQueries(JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard).map((q) => ({ ...q, ...analyse(q.expr) }));
+    const wanted = [...new Set(queries.flatMap((q) => q.selectors.map((s) => s.name)))];
+    expect(wanted.length).toBeGreaterThan(15);
+    const served = await waitFor('every dashboard series served by one of the five services', async () => {
+      const samples = (await Promise.all(cluster.services.map((s) => scrape(s.metricsUrl)))).flat();
+      return wanted.every((name) => hasMetric(samples, name)) ? samples : undefined;
+    }, 15_000, 500).catch(async () => (await Promise.all(cluster.services.map((s) => scrape(s.metricsUrl)))).flat());
+    // Exact series names: a histogram is served as _bucket/_sum/_count, never by its bare name.
+    expect(wanted.filter((name) => !hasMetric(served, name))).toEqual([]);
+
+    const labelsOf = (name: string) => new Set(served.filter((s) => s.name === name).flatMap((s) => Object.keys(s.labels)));
+    const unknown: string[] = [];
+    for (const q of queries) {
+      for (const selector of q.selectors) {
+        const have = labelsOf(selector.name);
+        for (const label of selector.labels) if (!TARGET_LABELS.has(label) && !have.has(label)) unknown.push(`${q.where}: ${selector.name} has no label ${label}`);
+      }
+      const have = new Set(q.selectors.flatMap((s) => [...labelsOf(s.name)]));
+      for (const label of q.grouping) if (!TARGET_LABELS.has(label) && !have.has(label)) unknown.push(`${q.where}: groups by ${label}, which none of its series has`);
+    }
+    expect(unknown).toEqual([]);
   });
 });

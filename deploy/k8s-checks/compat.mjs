@@ -24,6 +24,7 @@ const CORE = [
   'v1/ConfigMap',
   'v1/Service',
   'v1/ServiceAccount',
+  'v1/Pod',
   'apps/v1/Deployment',
   'batch/v1/Job',
   'networking.k8s.io/v1/Ingress',
@@ -130,6 +131,7 @@ export const SCHEMAS_1_21 = {
   'v1/ConfigMap': ['kubernetes-types-1.21/core/v1', 'ConfigMap'],
   'v1/Service': ['kubernetes-types-1.21/core/v1', 'Service'],
   'v1/ServiceAccount': ['kubernetes-types-1.21/core/v1', 'ServiceAccount'],
+  'v1/Pod': ['kubernetes-types-1.21/core/v1', 'Pod'],
   'apps/v1/Deployment': ['kubernetes-types-1.21/apps/v1', 'Deployment'],
   'batch/v1/Job': ['kubernetes-types-1.21/batch/v1', 'Job'],
   'policy/v1beta1/PodDisruptionBudget': [

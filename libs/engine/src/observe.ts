@@ -16,6 +16,7 @@ import {
   linksTo,
   markFailed,
   recordStageSpan,
+  resultApplyLatency,
   resultsApplied,
   resultsFenced,
   retriesScheduled,
@@ -90,14 +91,18 @@ export interface AppliedStage {
 }
 
 /**
- * Counts the decision (results applied or fenced by reason; stage outcomes by handler; retries by
- * error code) and, with tracing on, records the `stage.apply` span: a child of the worker-gateway's
- * result span that travelled with the message, or of the stage's own span when there is none.
+ * Counts the decision (results applied, with their latency from acceptance, or fenced by reason;
+ * stage outcomes by handler; retries by error code) and, with tracing on, records the
+ * `stage.apply` span: a child of the worker-gateway's result span that travelled with the
+ * message, or of the stage's own span when there is none.
  * Returns the span (still open: the dispatch its result causes links to it).
  */
 export function recordApply(message: StageResultMessage, stage: AppliedStage | undefined, decision: ApplyDecision, startTime: number): Span | undefined {
   if (decision.applied) {
     resultsApplied().inc();
+    // receivedAt is the worker-gateway's clock: a small skew must not record a negative latency.
+    const receivedAt = Date.parse(message.receivedAt);
+    if (Number.isFinite(receivedAt)) resultApplyLatency().observe(Math.max(0, Date.now() - receivedAt) / 1000);
     recordOutcome(stage?.handlerName ?? 'unknown', decision.outcome, decision.errorCode);
   } else {
     resultsFenced().labels(decision.reason).inc();

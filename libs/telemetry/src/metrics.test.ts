@@ -22,6 +22,8 @@ describe('metrics', () => {
     expect(first.body).toContain('po_stagenext_queue_oldest_age_seconds{queue="app_1_echo_StageNext"} 2.5');
     expect(first.body).toContain('po_stage_outcomes_total{handler="echo",outcome="completed"} 1');
     expect(first.body).toContain('po_results_fenced_total{reason="stale_execution"} 2');
+    // A scrape-time reader's error counter is served at 0 before any failure.
+    expect(first.body).toContain('po_metrics_collect_errors_total{collector="stagenext_queues"} 0');
     inflight = 0;
     expect((await metricsText()).body).toContain('po_deliveries_inflight 0');
   });

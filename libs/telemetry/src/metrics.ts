@@ -43,6 +43,8 @@ export const errorCodeLabels = new LabelCap(100);
 
 const FAST = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const WAIT = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30];
+/** Hand-offs between services: milliseconds normally, minutes when workers or a database are away. */
+const HANDOFF = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
 
 /** Node.js process metrics (CPU, memory, event loop lag, GC), prom-client's defaults. */
 export const enableProcessMetrics = once(() => collectDefaultMetrics({ register: metricsRegistry }));
@@ -83,6 +85,16 @@ export const pullWait = once(
     }),
 );
 
+export const pickupLatency = once(
+  () =>
+    new Histogram({
+      name: 'po_pickup_latency_seconds',
+      help: 'From a StageNext message published (its dispatchedAt: the stage ready in its queue) to its delivery by POST /jobs/pull; a redelivery counts from the same dispatch.',
+      buckets: HANDOFF,
+      registers,
+    }),
+);
+
 export const leaseDecisions = once(
   () =>
     new Counter({
@@ -99,6 +111,16 @@ export const resultsAccepted = once(
 
 export const resultsApplied = once(
   () => new Counter({ name: 'po_results_applied_total', help: 'Results applied by the result-consumer.', registers }),
+);
+
+export const resultApplyLatency = once(
+  () =>
+    new Histogram({
+      name: 'po_result_apply_latency_seconds',
+      help: 'From a result accepted by the worker-gateway (202, its receivedAt) to its application by the result-consumer committed; fenced results are not observed.',
+      buckets: HANDOFF,
+      registers,
+    }),
 );
 
 export const resultsFenced = once(
@@ -182,6 +204,8 @@ const collectErrors = once(
 
 /** Reads once per scrape however many gauges share it (prom-client collects them concurrently). */
 function perScrape<T>(name: string, read: () => Promise<T> | T): () => Promise<T | undefined> {
+  // Served at 0 from the start, so rate() and the dashboard see the series before any failure.
+  collectErrors().inc({ collector: name }, 0);
   let last: { at: number; value: Promise<T | undefined> } | undefined;
   return () => {
     const now = Date.now();

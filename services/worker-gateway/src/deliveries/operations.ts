@@ -1,6 +1,6 @@
 import { Forbidden, NotFound } from '@po/domain';
 import { limits, parseStageQueueName } from '@po/contracts';
-import { pullWait, rememberSensitiveItems } from '@po/telemetry';
+import { pickupLatency, pullWait, rememberSensitiveItems } from '@po/telemetry';
 import type { Deliveries, Delivery } from './deliveries.js';
 import { pullTraceparent } from './observe.js';
 
@@ -36,6 +36,9 @@ export async function pullJob(
     .labels(delivery ? 'message' : 'empty')
     .observe((Date.now() - started) / 1000);
   if (!delivery) return null;
+  // dispatchedAt is another process's clock: a small skew must not record a negative wait.
+  const dispatchedAt = Date.parse(delivery.payload.dispatchedAt);
+  if (Number.isFinite(dispatchedAt)) pickupLatency().observe(Math.max(0, Date.now() - dispatchedAt) / 1000);
   // The payload holds the real context values: the logger censors the sensitive ones from now on.
   rememberSensitiveItems(delivery.payload.pipelineContextItems);
   return { delivery, traceparent: pullTraceparent(delivery) };
