@@ -51,6 +51,26 @@ function pairs(args) {
   return Object.fromEntries([...args.matchAll(/([\w.-]+)=("(?:[^"\\]|\\.)*"|\S*)/g)].map(([, k, v]) => [k, v.replace(/^"(.*)"$/, '$1')]));
 }
 
+/** The Node version CI's second test pass runs on, pinned by deploy/local/ensure-node24.sh. */
+const TESTED_NODE = /^VERSION='(\d+\.\d+\.\d+)'$/m.exec(readFileSync(join(ROOT, 'deploy', 'local', 'ensure-node24.sh'), 'utf8'))?.[1] ?? 'unknown';
+const ENGINES = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).engines?.node ?? '';
+
+/**
+ * Whether an `engines` range admits a version. Only the forms used here: alternatives joined by
+ * `||`, each `>=a.b[.c]` or `^a.b[.c]`; anything else admits nothing (and so fails the rule).
+ */
+function admits(range, version) {
+  const num = (v) => v.split('.').map(Number).concat(0, 0).slice(0, 3);
+  const cmp = (a, b) => a.reduce((d, x, i) => d || x - b[i], 0);
+  const v = num(version);
+  return range.split('||').some((alt) => {
+    const m = /^\s*(>=|\^)(\d+(?:\.\d+){0,2})\s*$/.exec(alt);
+    if (!m) return false;
+    const low = num(m[2]);
+    return cmp(v, low) >= 0 && (m[1] === '>=' || v[0] === low[0]);
+  });
+}
+
 /** OCI annotations the image carries (https://github.com/opencontainers/image-spec/blob/main/annotations.md). */
 const OCI_LABELS = ['title', 'description', 'version', 'revision', 'created', 'source', 'licenses'].map((k) => `org.opencontainers.image.${k}`);
 
@@ -74,10 +94,13 @@ export function check(dockerfile, dockerignore, entrypoint) {
   const builders = stages.slice(0, -1);
   const runs = (list) => list.filter((i) => i.keyword === 'RUN').map((i) => i.args);
 
-  // Small runtime: a slim (or distroless) Node base of the engines' major version.
+  // Small runtime: a slim (or distroless) Node base of the major CI tests on (the Node that
+  // deploy/local/ensure-node24.sh pins, decision 0096), one that the root `engines` admits.
   const arg = all.find((i) => i.keyword === 'ARG' && i.args.startsWith('NODE_IMAGE='));
   const base = runtime?.from.args.split(/\s+/)[0].replace('${NODE_IMAGE}', arg?.args.slice('NODE_IMAGE='.length) ?? '');
-  if (!/^(node:20[\w.-]*-slim|gcr\.io\/distroless\/nodejs20)/.test(base ?? '')) fail(`runtime base "${base}" is not a slim Node 20 image`);
+  const major = TESTED_NODE.split('.')[0];
+  if (!new RegExp(`^(node:${major}[\\w.-]*-slim|gcr\\.io/distroless/nodejs${major})`).test(base ?? '')) fail(`runtime base "${base}" is not a slim Node ${major} image (the Node CI tests on)`);
+  if (!admits(ENGINES, TESTED_NODE)) fail(`package.json engines "${ENGINES}" does not admit Node ${TESTED_NODE}, the image's runtime`);
 
   // Non-root: the runtime stage ends as a numeric, non-zero user before its entry point.
   const users = runtime?.body.filter((i) => i.keyword === 'USER') ?? [];
@@ -156,6 +179,7 @@ const mutations = {
   'workspace manifest missing': dockerfile.replace(/^COPY libs\/queues\/package\.json.*$/m, ''),
   'commit not stamped': dockerfile.replace('ENV GIT_COMMIT=${GIT_COMMIT}', 'ENV GIT_COMMIT=unknown'),
   'no OCI labels': dockerfile.replace(/^LABEL /m, 'ENV '),
+  'end-of-life Node base': dockerfile.replace(/^ARG NODE_IMAGE=node:\d+/m, 'ARG NODE_IMAGE=node:20'),
 };
 for (const [name, mutated] of Object.entries(mutations)) {
   if (mutated === dockerfile) problems.push(`self-test "${name}": the mutation did not apply`);
