@@ -36,6 +36,7 @@ import { localInputToIso } from '../lib/pipeline-filters';
 import { expressionOf, healthSummary } from '../lib/schedule-text';
 import { formatLocal, runTimes, viewerZone } from '../lib/zones';
 import { useQueryClient } from '@tanstack/react-query';
+import { Fact } from '../components/Fact';
 
 const RUNS_PAGE = 20;
 
@@ -251,19 +252,6 @@ function Runs({ name }: { name: string }) {
         </Button>
       </Group>
     </section>
-  );
-}
-
-function Fact({ label, children }: { label: string; children: React.ReactNode }) {
-  return (
-    <div>
-      <Text size="xs" fw={600} component="dt">
-        {label}
-      </Text>
-      <Text size="sm" component="dd" m={0}>
-        {children}
-      </Text>
-    </div>
   );
 }
 

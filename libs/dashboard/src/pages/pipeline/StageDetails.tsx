@@ -13,6 +13,7 @@ import { elapsedMs, formatDuration } from '../../lib/format';
 import { prettyOutput, previewText } from '../../lib/output';
 import { formatLocal } from '../../lib/zones';
 import classes from './pipeline.module.css';
+import { Fact } from '../../components/Fact';
 
 const PREVIEW_CHARS = 2_000;
 const LOG_PAGE = 50;
@@ -107,19 +108,6 @@ function Logs({ pipelineId, stage }: { pipelineId: number; stage: Stage }) {
         </Button>
       )}
     </Stack>
-  );
-}
-
-function Fact({ label, children }: { label: string; children: React.ReactNode }) {
-  return (
-    <div>
-      <Text size="xs" fw={600} component="dt">
-        {label}
-      </Text>
-      <Text size="sm" component="dd" m={0}>
-        {children}
-      </Text>
-    </div>
   );
 }
 
