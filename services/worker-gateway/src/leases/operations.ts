@@ -57,10 +57,13 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
     return response;
   }
   let seen: ExecutionState | undefined;
+  // Before the transaction, not inside it: the session read takes a connection of its own, and a
+  // transaction holding one while it waits for a second could, with as many concurrent slow paths
+  // as the pool has connections (racing acquires), wait out the pool's timeout and answer 503.
+  const s = await authenticateSession(deps.db, session.token, { now: deps.clock(), checkExpiry: true });
+  session.verified = s;
+  if (body.workerId !== s.workerId) throw new Unauthorized('workerId is not the worker of this session.');
   const response = await deps.db.$transaction(async (tx) => {
-    const s = await authenticateSession(deps.db, session.token, { now: deps.clock(), checkExpiry: true });
-    session.verified = s;
-    if (body.workerId !== s.workerId) throw new Unauthorized('workerId is not the worker of this session.');
     const state = await lockExecutionState(tx, stageId, body.executionId, { lockPipeline: false });
     if (!state || state.stage.applicationId !== s.applicationId) throw new NotFound(`Stage ${stageId} not found.`);
     seen = state;

@@ -474,4 +474,12 @@ describe('concurrent acquisition', () => {
       expectRefusal(r, 'lease_held');
     expect(await stageRow(d.stageId)).toMatchObject({ status: 'Running', attempt: 1 });
   });
+
+  it('more racing acquires than the pool has connections: the losers all get lease_held, none waits out the pool', async () => {
+    // The test database's pool has 5 connections; each loser takes the slow path (a transaction).
+    const d = await dispatched();
+    const replies = await Promise.all(Array.from({ length: 24 }, (_, i) => as(i % 2 === 0 ? w1 : w2, 'acquire', d.stageId, d.executionId)));
+    expect(replies.filter((r) => r.body?.acquired === true)).toHaveLength(1);
+    for (const r of replies.filter((x) => x.body?.acquired !== true)) expectRefusal(r, 'lease_held');
+  }, 30_000);
 });
