@@ -25,6 +25,22 @@ export interface PassOptions {
 
 export const DEFAULT_BATCH_SIZE = 250;
 
+const emptySummary = (): PassSummary => ({
+  schedules: 0,
+  ticks: { created: 0, failed: 0, skipped: 0, queued: 0, already_fired: 0 },
+  missed: 0,
+  promoted: 0,
+  failed: 0,
+});
+
+function tallyInto(summary: PassSummary, results: readonly FireResult[]): void {
+  for (const result of results) {
+    summary.schedules += 1;
+    summary.missed += result.missed;
+    for (const outcome of result.outcomes) summary.ticks[outcome] += 1;
+  }
+}
+
 /**
  * Batches one worker of an ahead pass holds written and waiting for their instant, besides the one
  * it prepares; main.ts sizes the pool for them. With the ahead batches twice SCHEDULER_BATCH_SIZE,
@@ -45,20 +61,8 @@ const AHEAD_BATCH_FACTOR = 2;
  * Tests drive the scheduler through this function.
  */
 export async function runDuePass(deps: SchedulerDeps, options: PassOptions = {}): Promise<PassSummary> {
-  const summary: PassSummary = {
-    schedules: 0,
-    ticks: { created: 0, failed: 0, skipped: 0, queued: 0, already_fired: 0 },
-    missed: 0,
-    promoted: 0,
-    failed: 0,
-  };
-  const tally = (results: readonly FireResult[]) => {
-    for (const result of results) {
-      summary.schedules += 1;
-      summary.missed += result.missed;
-      for (const outcome of result.outcomes) summary.ticks[outcome] += 1;
-    }
-  };
+  const summary = emptySummary();
+  const tally = (results: readonly FireResult[]) => tallyInto(summary, results);
   // Schedules the batches must not take again: given up on in this pass, or left to the guarded path.
   const exclude = new Set<number>();
   const deferred: number[] = [];
@@ -114,13 +118,7 @@ export async function runDuePass(deps: SchedulerDeps, options: PassOptions = {})
  * an optimisation of when the work happens, never the only way a tick fires.
  */
 export async function runAheadPass(deps: SchedulerDeps, at: Date, options: PassOptions = {}): Promise<PassSummary> {
-  const summary: PassSummary = {
-    schedules: 0,
-    ticks: { created: 0, failed: 0, skipped: 0, queued: 0, already_fired: 0 },
-    missed: 0,
-    promoted: 0,
-    failed: 0,
-  };
+  const summary = emptySummary();
   const exclude = new Set<number>();
   const skip = (held: { left: readonly number[]; deferred: readonly number[] }) => {
     for (const id of held.left) exclude.add(id);
@@ -146,11 +144,7 @@ export async function runAheadPass(deps: SchedulerDeps, at: Date, options: PassO
       }).then(
         (outcome) => {
           if (outcome === null) return 'empty' as const;
-          for (const result of outcome.results) {
-            summary.schedules += 1;
-            summary.missed += result.missed;
-            for (const o of result.outcomes) summary.ticks[o] += 1;
-          }
+          tallyInto(summary, outcome.results);
           skip(outcome);
           return 'done' as const;
         },
