@@ -35,6 +35,8 @@ export const limits = {
   errorCodeChars: 200,
   rejectionReasonChars: 4000,
   waitSecondsMax: 20,
+  /** An ackToken in a result (decision 0098): pull tokens are 32 characters; room to change them. */
+  deliveryTokenChars: 256,
   workerEventsMaxBatchDefault: 100,
   instanceIdChars: 200,
   workerNameChars: 200,

@@ -94,6 +94,8 @@ export interface PullJobRequest {
   queue: string;
   /** 0..20, default 0. */
   waitSeconds?: number;
+  /** Extension (decision 0098): acquire the delivered stage's lease in the same call. */
+  lease?: { workerId: string };
 }
 
 export interface AckJobRequest {
@@ -131,6 +133,8 @@ export interface StageResultSubmit {
   logs?: StageResultLog[];
   contextItems?: ContextItemInput[];
   appendedStages?: StageInfo[];
+  /** Extension (decision 0098): after the 202, acknowledge this delivery (requeue=false). */
+  ackToken?: string;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,12 +187,16 @@ export interface PullJobResponse {
   payload: StageNextMessage;
   messageId: string;
   headers: JsonObject;
+  /** Only when the pull asked for it; null when the acquisition got no answer (decision 0098). */
+  lease?: StageLeaseResponse | null;
 }
 
 export interface StageResultAccepted {
   accepted: boolean;
   stageId: number;
   executionId: string;
+  /** Only when the result carried an ackToken: whether this process held and acknowledged it. */
+  acked?: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -259,8 +267,20 @@ export const pullJobRequestSchema = named(
   {
     queue: str({ description: 'app_{applicationId}_{handler}_StageNext' }),
     waitSeconds: { ...int(0, limits.waitSecondsMax), default: 0 },
+    lease: ref('PullLeaseRequest'),
   },
   { required: ['queue'] },
+);
+
+/** Decision 0098: the lease acquisition a pull may carry; the session comes from X-Worker-Session. */
+export const pullLeaseRequestSchema = named(
+  'PullLeaseRequest',
+  { workerId: str({ minLength: 1 }) },
+  {
+    required: ['workerId'],
+    description:
+      'Extension: acquire the lease of the delivered stage as this worker (X-Worker-Session required), as POST /stages/{stageId}/lease/acquire would; the answer is the response lease.',
+  },
 );
 
 export const ackJobRequestSchema = named(
@@ -321,6 +341,11 @@ export const stageResultSubmitSchema = named(
     logs: arrayOf(ref('StageResultLog'), { maxItems: limits.resultLogs }),
     contextItems: arrayOf(ref('ResultContextItem'), { maxItems: limits.resultContextItems }),
     appendedStages: arrayOf(ref('StageInfo'), { maxItems: limits.stagesPerPipeline }),
+    ackToken: str({
+      minLength: 1,
+      maxLength: limits.deliveryTokenChars,
+      description: 'extension: the pull token to acknowledge (requeue=false) once the result is accepted',
+    }),
   },
   { required: ['stageId', 'executionId', 'attempt'] },
 );
@@ -367,19 +392,32 @@ export const stageNextMessageSchema = response('StageNextMessage', {
   previousAttempts: int(0, MAX_ID),
 });
 
-export const pullJobResponseSchema = response('PullJobResponse', {
-  token: str({ minLength: 1 }),
-  queue: str(),
-  payload: ref('StageNextMessage'),
-  messageId: str(),
-  headers: freeObject(),
-});
+export const pullJobResponseSchema = named(
+  'PullJobResponse',
+  {
+    token: str({ minLength: 1 }),
+    queue: str(),
+    payload: ref('StageNextMessage'),
+    messageId: str(),
+    headers: freeObject(),
+    lease: {
+      oneOf: [ref('StageLeaseResponse'), { type: 'null' }],
+      description: 'extension: present when the pull carried lease; null when the acquisition got no answer (call lease/acquire)',
+    },
+  },
+  { required: ['token', 'queue', 'payload', 'messageId', 'headers'], closed: true },
+);
 
-export const stageResultAcceptedSchema = response('StageResultAccepted', {
-  accepted: bool(),
-  stageId: int(1, MAX_ID),
-  executionId: str(),
-});
+export const stageResultAcceptedSchema = named(
+  'StageResultAccepted',
+  {
+    accepted: bool(),
+    stageId: int(1, MAX_ID),
+    executionId: str(),
+    acked: bool('extension: present when the result carried ackToken; whether that delivery was acknowledged'),
+  },
+  { required: ['accepted', 'stageId', 'executionId'], closed: true },
+);
 
 registerSchemas(
   bootstrapRequestSchema,
@@ -387,6 +425,7 @@ registerSchemas(
   workerEventSchema,
   workerEventsRequestSchema,
   shutdownRequestSchema,
+  pullLeaseRequestSchema,
   pullJobRequestSchema,
   ackJobRequestSchema,
   stageLeaseRequestSchema,

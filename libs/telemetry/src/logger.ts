@@ -15,6 +15,8 @@ const REDACT_PATHS = [
   '*.sessionToken',
   'token',
   '*.token',
+  'ackToken',
+  '*.ackToken',
 ];
 
 /**

@@ -93,15 +93,19 @@ export class WorkerClient {
     await this.call('POST', '/workers/shutdown', { body, session, ok: [200, 204] });
   }
 
-  /** Long-polls one queue. Null when nothing arrived before the deadline (204). */
+  /**
+   * Long-polls one queue. Null when nothing arrived before the deadline (204). With `leaseAs` (a
+   * workerId of the session) the server also acquires the delivered stage's lease (decision 0098).
+   */
   async pull(
     queue: string,
     waitSeconds: number,
     signal?: AbortSignal,
+    leaseAs?: string,
   ): Promise<PullJobResponse | null> {
     const path = '/jobs/pull';
     const json = await this.call('POST', path, {
-      body: { queue, waitSeconds },
+      body: leaseAs === undefined ? { queue, waitSeconds } : { queue, waitSeconds, lease: { workerId: leaseAs } },
       apiKey: true,
       signal,
       timeoutMs: waitSeconds * 1000 + this.options.requestTimeoutMs,
@@ -126,7 +130,9 @@ export class WorkerClient {
         `${path}: payload lacks stageId, pipelineId or executionId`,
       );
     }
+    const lease = isObject(r.lease) ? leaseFrom(r.lease) : undefined;
     return {
+      ...(lease ? { lease } : {}),
       token: r.token,
       queue: typeof r.queue === 'string' ? r.queue : queue,
       messageId: typeof r.messageId === 'string' ? r.messageId : '',
@@ -186,6 +192,7 @@ export class WorkerClient {
       accepted: r.accepted !== false,
       stageId: typeof r.stageId === 'number' ? r.stageId : body.stageId,
       executionId: typeof r.executionId === 'string' ? r.executionId : body.executionId,
+      ...(typeof r.acked === 'boolean' ? { acked: r.acked } : {}),
     };
   }
 
@@ -201,14 +208,9 @@ export class WorkerClient {
       await this.call('POST', path, { body, session, traceparent, ok: [200] }),
       path,
     );
-    if (typeof r.acquired !== 'boolean')
-      throw new ProtocolError(`${path}: response has no acquired`);
-    return {
-      acquired: r.acquired,
-      attempt: typeof r.attempt === 'number' ? r.attempt : null,
-      leaseExpiresAt: typeof r.leaseExpiresAt === 'string' ? r.leaseExpiresAt : null,
-      reason: typeof r.reason === 'string' ? r.reason : null,
-    };
+    const lease = leaseFrom(r);
+    if (!lease) throw new ProtocolError(`${path}: response has no acquired`);
+    return lease;
   }
 
   private async call(method: string, path: string, o: CallOptions): Promise<unknown> {
@@ -279,4 +281,15 @@ function isObject(value: unknown): value is JsonObject {
 function asObject(value: unknown, path: string): JsonObject {
   if (!isObject(value)) throw new ProtocolError(`${path}: response is not a JSON object`);
   return value;
+}
+
+/** A StageLeaseResponse, from a lease call or a pull's `lease`; undefined without `acquired`. */
+function leaseFrom(r: JsonObject): StageLeaseResponse | undefined {
+  if (typeof r.acquired !== 'boolean') return undefined;
+  return {
+    acquired: r.acquired,
+    attempt: typeof r.attempt === 'number' ? r.attempt : null,
+    leaseExpiresAt: typeof r.leaseExpiresAt === 'string' ? r.leaseExpiresAt : null,
+    reason: typeof r.reason === 'string' ? r.reason : null,
+  };
 }

@@ -62,6 +62,10 @@ export class FakeGateway {
   private readonly waiters = new Set<Waiter>();
   private readonly overrides = new Map<Route, Override>();
   readonly attempts = new Map<number, number>();
+  /** Answer a pull's `lease` and a result's `ackToken` (decision 0098), as the real gateway does. */
+  extensions = false;
+  /** With extensions: the lease a pull answers (default: granted, as acquire would). */
+  pullLease: ((stageId: number) => unknown) | undefined;
 
   constructor() {
     this.server = createServer((req, res) => {
@@ -137,18 +141,20 @@ export class FakeGateway {
     this.queues.set(queue, list);
     for (const w of this.waiters) {
       if (w.queue === queue) {
-        this.finishPull(w, this.deliver(queue) ?? { status: 204 });
+        this.finishPull(w, this.deliver(queue, w.req) ?? { status: 204 });
         break;
       }
     }
   }
 
-  private deliver(queue: string): Reply | undefined {
+  private deliver(queue: string, rec?: Recorded): Reply | undefined {
     const message = this.queues.get(queue)?.shift();
     if (message === undefined) return undefined;
     this.tokens += 1;
     const token = `tok-${this.tokens}`;
     this.deliveries.set(token, { queue, message });
+    const lease =
+      this.extensions && rec?.body?.lease && this.session(rec) ? { lease: this.pullLease ? this.pullLease(message.stageId) : this.acquire(message.stageId) } : {};
     return {
       status: 200,
       body: {
@@ -157,8 +163,26 @@ export class FakeGateway {
         payload: message,
         messageId: `m-${message.executionId}`,
         headers: { h: 'v' },
+        ...lease,
       },
     };
+  }
+
+  private acquire(stageId: number, renew = false) {
+    const attempt = (this.attempts.get(stageId) ?? 0) + (renew ? 0 : 1);
+    this.attempts.set(stageId, attempt);
+    const leaseExpiresAt = new Date(Date.now() + 60_000).toISOString();
+    return { acquired: true, attempt, leaseExpiresAt, reason: null };
+  }
+
+  /** An ack by token, from /jobs/ack or a result's ackToken; false when not held. */
+  private ackToken(token: string, requeue: boolean): boolean {
+    const d = this.deliveries.get(token);
+    if (!d) return false;
+    this.deliveries.delete(token);
+    this.acks.push({ token, requeue, stageId: d.message.stageId });
+    if (requeue) this.push(d.queue, d.message, true);
+    return true;
   }
 
   private finishPull(w: Waiter, reply: Reply): void {
@@ -216,7 +240,7 @@ export class FakeGateway {
       case 'pull': {
         if (!apiKeyOk) return this.send(res, rec, unauthorized);
         const queue = rec.body.queue as string;
-        const ready = this.deliver(queue);
+        const ready = this.deliver(queue, rec);
         if (ready || rec.body.waitSeconds === 0)
           return this.send(res, rec, ready ?? { status: 204 });
         const w: Waiter = {
@@ -233,35 +257,28 @@ export class FakeGateway {
         return;
       }
       case 'ack': {
-        const d = this.deliveries.get(rec.body.token as string);
-        if (!d) return this.send(res, rec, { status: 404, body: { code: 'not_found' } });
-        this.deliveries.delete(rec.body.token as string);
-        this.acks.push({
-          token: rec.body.token,
-          requeue: rec.body.requeue === true,
-          stageId: d.message.stageId,
-        });
-        if (rec.body.requeue === true) this.push(d.queue, d.message, true);
+        if (!this.ackToken(rec.body.token as string, rec.body.requeue === true)) {
+          return this.send(res, rec, { status: 404, body: { code: 'not_found' } });
+        }
         return this.send(res, rec, { status: 200 });
       }
       case 'acquire':
       case 'renew': {
         if (!this.session(rec)) return this.send(res, rec, unauthorized);
         const stageId = Number(rec.path.split('/')[2]);
-        const attempt = (this.attempts.get(stageId) ?? 0) + (route === 'acquire' ? 1 : 0);
-        this.attempts.set(stageId, attempt);
-        const leaseExpiresAt = new Date(Date.now() + 60_000).toISOString();
-        return this.send(res, rec, {
-          status: 200,
-          body: { acquired: true, attempt, leaseExpiresAt, reason: null },
-        });
+        return this.send(res, rec, { status: 200, body: this.acquire(stageId, route === 'renew') });
       }
-      case 'result':
+      case 'result': {
         if (!apiKeyOk || !this.session(rec)) return this.send(res, rec, unauthorized);
+        const acked =
+          this.extensions && typeof rec.body.ackToken === 'string'
+            ? { acked: this.ackToken(rec.body.ackToken as string, false) }
+            : {};
         return this.send(res, rec, {
           status: 202,
-          body: { accepted: true, stageId: rec.body.stageId, executionId: rec.body.executionId },
+          body: { accepted: true, stageId: rec.body.stageId, executionId: rec.body.executionId, ...acked },
         });
+      }
       default:
         return this.send(res, rec, { status: 404, body: { code: 'not_found' } });
     }

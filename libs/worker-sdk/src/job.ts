@@ -69,7 +69,7 @@ export class JobRunner {
       executionId: m.executionId,
       handler: handlerName,
     };
-    const lease = await this.acquire(delivery, fields);
+    const lease = delivery.lease ?? (await this.acquire(delivery, fields));
     if (lease === 'unavailable') {
       this.ackLater(delivery.token, true, fields);
       return;
@@ -178,9 +178,14 @@ export class JobRunner {
     }
 
     let result: Delivery = 'lease_lost';
+    let ackAnswered = false;
     if (keeper.lost === undefined) {
-      const body = buildResultBody(m, attempt, outcome, collected);
-      result = await this.postResult(body, keeper, fields, traceparent);
+      // The gateway that served the pull acknowledges it once the result is accepted (decision 0098).
+      const body = { ...buildResultBody(m, attempt, outcome, collected), ackToken: delivery.token };
+      const posted = await this.postResult(body, keeper, fields, traceparent);
+      result = posted === 'answered' ? 'accepted' : posted;
+      // acked false: that gateway does not hold the token, so an ack of ours would be refused too.
+      ackAnswered = posted === 'answered';
     }
     keeper.stop();
 
@@ -216,7 +221,7 @@ export class JobRunner {
     }
     // Ack only now: after the 202, or when no result will ever be sent for this delivery. The slot
     // goes back to pulling while the ack travels.
-    this.ackLater(delivery.token, false, fields);
+    if (!ackAnswered) this.ackLater(delivery.token, false, fields);
   }
 
   private async acquire(
@@ -266,14 +271,15 @@ export class JobRunner {
     keeper: LeaseKeeper,
     fields: LogFields,
     traceparent: string | undefined,
-  ): Promise<Delivery> {
+  ): Promise<Delivery | 'answered'> {
     const { client, session, logger, options } = this.deps;
     const deadline = Date.now() + options.resultRetryTimeoutMs;
     for (let i = 0; ; i++) {
       if (keeper.lost !== undefined) return 'lease_lost';
       try {
-        await session.call((token) => client.submitResult(token, body, traceparent));
-        return 'accepted';
+        const accepted = await session.call((token) => client.submitResult(token, body, traceparent));
+        // 'answered': the gateway knew ackToken (acked true or false); 'accepted': an older one.
+        return accepted.acked === undefined ? 'accepted' : 'answered';
       } catch (err) {
         if (!isRetryable(err)) {
           logger.error('result rejected by the server', { ...fields, error: describe(err) });

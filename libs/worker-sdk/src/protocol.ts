@@ -83,6 +83,8 @@ export interface PullJobResponse {
   payload: StageNextMessage;
   messageId: string;
   headers: JsonObject;
+  /** The lease the pull acquired (decision 0098); absent from older servers or when unanswered. */
+  lease?: StageLeaseResponse;
 }
 
 export interface BootstrapRequest {
@@ -171,12 +173,16 @@ export interface StageResultSubmit {
   logs?: StageResultLog[];
   contextItems?: ContextItemUpdate[];
   appendedStages?: AppendedStage[];
+  /** The pull token to acknowledge once the result is accepted (decision 0098). */
+  ackToken?: string;
 }
 
 export interface StageResultAccepted {
   accepted: boolean;
   stageId: number;
   executionId: string;
+  /** Whether the server acknowledged ackToken; undefined when it does not know the field. */
+  acked?: boolean;
 }
 
 /** Protocol limits the SDK enforces before sending (api-spec.md "Limits", addendum §13). */

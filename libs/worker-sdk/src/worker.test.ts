@@ -18,8 +18,8 @@ describe('bootstrap and pull', () => {
     await gw.until(() => gw.calls('/jobs/pull').length >= 2);
     const pulls = gw.calls('/jobs/pull').slice(0, 2);
     expect(pulls.map((p) => p.body)).toEqual([
-      { queue: gw.queueOf('a'), waitSeconds: 1 },
-      { queue: gw.queueOf('b'), waitSeconds: 1 },
+      { queue: gw.queueOf('a'), waitSeconds: 1, lease: { workerId: 'worker-id-1' } },
+      { queue: gw.queueOf('b'), waitSeconds: 1, lease: { workerId: 'worker-id-1' } },
     ]);
     expect(pulls.every((p) => p.headers['x-api-key'] === API_KEY)).toBe(true);
     // The session rides along on pull (and ack) so header-hash routing keeps them on one gateway.
@@ -163,6 +163,56 @@ describe('one delivery', () => {
       executionId: message.executionId,
       workerId: 'worker-id-1',
     });
+  });
+});
+
+describe('lease on pull and ack with the result (decision 0098)', () => {
+  it('with a gateway that answers both, a stage costs a pull and a result: no acquire, no ack call', async () => {
+    const { gw } = h;
+    gw.extensions = true;
+    let attempt = 0;
+    await h.start({
+      job: (ctx) => {
+        attempt = ctx.stage.attempt;
+        return 'done';
+      },
+    });
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    expect(attempt).toBe(1);
+    expect(gw.calls(/\/lease\/acquire$/)).toHaveLength(0);
+    expect(gw.calls('/jobs/ack')).toHaveLength(0);
+    const [result] = gw.calls(`/stages/${message.stageId}/result`);
+    expect(result?.body).toMatchObject({ attempt: 1, isSuccess: true, ackToken: expect.stringMatching(/^tok-/) });
+    expect(gw.acks[0]).toEqual({ token: result?.body.ackToken, requeue: false, stageId: message.stageId });
+  });
+
+  it('a lease refused on the pull acks the delivery without running the handler', async () => {
+    const { gw } = h;
+    gw.extensions = true;
+    let ran = 0;
+    gw.pullLease = () => refusal('lease_held').body;
+    await h.start({ job: () => void ran++ });
+    gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    expect(ran).toBe(0);
+    expect(gw.calls(/\/lease\/acquire$/)).toHaveLength(0);
+    expect(gw.acks[0]).toMatchObject({ requeue: false });
+  });
+
+  it('acked false (the token is not held there) sends no ack of its own; an older gateway (no acked) gets one', async () => {
+    const { gw } = h;
+    gw.on('result', (req) => ({ status: 202, body: { accepted: true, stageId: req.body.stageId, executionId: req.body.executionId, acked: false } }));
+    await h.start({ job: () => 'done' });
+    gw.enqueue('job');
+    await gw.until(() => gw.calls(/\/result$/).some((r) => r.status === 202));
+    await delay(100);
+    expect(gw.calls('/jobs/ack')).toHaveLength(0);
+    // Without the override the fake answers like a gateway that ignores ackToken: the SDK acks.
+    gw.on('result', () => undefined);
+    gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    expect(gw.calls('/jobs/ack')).toHaveLength(1);
   });
 });
 

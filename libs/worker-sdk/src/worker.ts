@@ -168,7 +168,8 @@ class PipelineWorker implements Worker {
       const { route, wait, done } = rotation.take();
       let delivery: PullJobResponse | null;
       try {
-        delivery = await this.client.pull(route.queue, wait, signal);
+        // The gateway acquires the lease with the delivery: one call fewer per stage (decision 0098).
+        delivery = await this.client.pull(route.queue, wait, signal, this.session.workerId);
         failures = 0;
       } catch (err) {
         if (this.current !== 'running') break;

@@ -12,8 +12,8 @@ export function buildApp(deps: Deps, deliveries: Deliveries, readiness: Record<s
     routers: [
       healthRouter(readiness),
       workerRoutes(deps, resolveKey),
-      jobRoutes(deliveries, resolveKey, deps.config.maxBodyBytes),
-      stageRoutes(deps, resolveKey),
+      jobRoutes(deps, deliveries, resolveKey),
+      stageRoutes(deps, deliveries, resolveKey),
     ],
   });
 }

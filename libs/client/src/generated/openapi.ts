@@ -1034,6 +1034,7 @@ export type components = {
       queue: string;
       /** @default 0 */
       waitSeconds?: number;
+      lease?: components['schemas']['PullLeaseRequest'];
     };
     /** PullJobResponse */
     PullJobResponse: {
@@ -1042,6 +1043,15 @@ export type components = {
       payload: components['schemas']['StageNextMessage'];
       messageId: string;
       headers: Record<string, unknown>;
+      /** @description extension: present when the pull carried lease; null when the acquisition got no answer (call lease/acquire) */
+      lease?: components['schemas']['StageLeaseResponse'] | null;
+    };
+    /**
+     * PullLeaseRequest
+     * @description Extension: acquire the lease of the delivered stage as this worker (X-Worker-Session required), as POST /stages/{stageId}/lease/acquire would; the answer is the response lease.
+     */
+    PullLeaseRequest: {
+      workerId: string;
     };
     /** ResultContextItem */
     ResultContextItem: {
@@ -1453,6 +1463,8 @@ export type components = {
       accepted: boolean;
       stageId: number;
       executionId: string;
+      /** @description extension: present when the result carried ackToken; whether that delivery was acknowledged */
+      acked?: boolean;
     };
     /** StageResultLog */
     StageResultLog: {
@@ -1493,6 +1505,8 @@ export type components = {
       logs?: components['schemas']['StageResultLog'][];
       contextItems?: components['schemas']['ResultContextItem'][];
       appendedStages?: components['schemas']['StageInfo'][];
+      /** @description extension: the pull token to acknowledge (requeue=false) once the result is accepted */
+      ackToken?: string;
     };
     /**
      * StageStatusCounts

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseDecision, type LeaseView } from '@po/domain';
 import { extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant } from '@po/db';
 import type { Deps } from '../deps.js';
+import { hashSecret } from '@po/http';
 import { authenticateSession, type PendingSession } from '../sessions/auth.js';
 import { recordLease } from './observe.js';
 
@@ -80,4 +81,25 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
   });
   await recordLease(operation, response, seen, body.executionId, started, deps.db, stageId);
   return response;
+}
+
+/**
+ * The lease a pull asked for (decision 0098): the same acquisition as POST
+ * /stages/{id}/lease/acquire, for the stage just delivered. Undefined when it got no answer that
+ * call would give as 200 (a bad session, a database error): the worker then calls acquire itself
+ * and meets that error there, so a pull never fails after it has taken a message.
+ */
+export async function leaseOnPull(
+  deps: Deps,
+  sessionToken: string,
+  message: { stageId: number; executionId: string },
+  workerId: string,
+): Promise<LeaseResponse | undefined> {
+  try {
+    const session: PendingSession = { token: sessionToken, tokenHash: hashSecret(sessionToken) };
+    return await lease(deps, 'acquire', session, message.stageId, { executionId: message.executionId, workerId });
+  } catch (err) {
+    deps.logger.debug({ err, stageId: message.stageId }, 'lease on pull not answered; the worker acquires on its own');
+    return undefined;
+  }
 }

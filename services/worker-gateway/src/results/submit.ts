@@ -2,6 +2,7 @@ import { BrokerUnavailable, Forbidden, NotFound, ValidationFailed, checkAddedSta
 import { stageNamesOf } from '@po/db';
 import type { StageResultSubmit } from '@po/contracts';
 import { markFailed, rememberSensitiveItems, resultsAccepted, traceparentOf } from '@po/telemetry';
+import type { Deliveries } from '../deliveries/deliveries.js';
 import type { Deps } from '../deps.js';
 import type { ResultCredentials } from './credentials.js';
 import { startResultSpan } from './observe.js';
@@ -39,7 +40,7 @@ export async function submitResult(
       pipelineId: stage.pipelineId,
       workerId: caller.workerId,
       receivedAt: new Date().toISOString(),
-      result: body,
+      result: withoutAckToken(body),
       traceparent: span && traceparentOf(span),
     });
   } catch (err) {
@@ -51,4 +52,26 @@ export async function submitResult(
   }
   resultsAccepted().inc();
   return { accepted: true, stageId, executionId: body.executionId };
+}
+
+/** The ack token is a credential for this process only: it does not travel with the result. */
+function withoutAckToken(body: StageResultSubmit): StageResultSubmit {
+  if (body.ackToken === undefined) return body;
+  const { ackToken: _token, ...result } = body;
+  return result;
+}
+
+/**
+ * The ack a result may carry (decision 0098), after its 202 was earned: requeue=false of the
+ * delivery `token`, as POST /jobs/ack would. False when this process does not hold it (expired,
+ * acknowledged, another replica's) or the broker failed: the result stays accepted either way, and
+ * a delivery not acknowledged returns after the visibility timeout, where fencing discards it.
+ */
+export async function ackAfterResult(deps: Deps, deliveries: Deliveries, token: string): Promise<boolean> {
+  try {
+    return await deliveries.ack(token, false);
+  } catch (err) {
+    deps.logger.warn({ err }, 'ack with a result failed; the delivery returns after the visibility timeout');
+    return false;
+  }
 }

@@ -8,38 +8,38 @@ import {
   type Router,
 } from '@po/http';
 import { bodyLimits, validateAck, validatePull, type AckJobRequest, type PullJobRequest } from '@po/contracts';
+import { Unauthorized } from '@po/domain';
 import type { Deliveries } from '../../deliveries/deliveries.js';
 import { ackJob, pullJob } from '../../deliveries/operations.js';
+import type { Deps } from '../../deps.js';
+import { leaseOnPull } from '../../leases/operations.js';
 
-export function jobRoutes(
-  deliveries: Deliveries,
-  resolveKey: ApiKeyResolver,
-  maxBodyBytes: number,
-): Router {
+export function jobRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKeyResolver): Router {
   const router = createRouter();
   // Ack has no credentials, so its body is read for anyone: both bodies are a queue name or a token.
-  const limit = Math.min(bodyLimits.small, maxBodyBytes);
+  const limit = Math.min(bodyLimits.small, deps.config.maxBodyBytes);
   router.post('/jobs/pull', apiKeyAuth(resolveKey), jsonBody(validatePull, limit), async (ctx) => {
     // Stop waiting (and hand a late message back) when the client goes away mid-poll.
+    const request = ctx.state.body as PullJobRequest;
+    const sessionToken = ctx.get('x-worker-session');
+    // A lease asked for without a session could never be granted: refuse before taking a message.
+    if (request.lease && !sessionToken) throw new Unauthorized('Missing X-Worker-Session header.');
     const gone = new AbortController();
     const onClose = () => {
       if (!ctx.res.writableFinished) gone.abort();
     };
     ctx.res.once('close', onClose);
-    const pulled = await pullJob(
-      deliveries,
-      ctx.state.applicationId!,
-      ctx.state.body as PullJobRequest,
-      gone.signal,
-    );
+    const pulled = await pullJob(deliveries, ctx.state.applicationId!, request, gone.signal);
     if (!pulled) return sendEmpty(ctx, 204);
     const { delivery, traceparent } = pulled;
+    const lease = request.lease && !gone.signal.aborted ? ((await leaseOnPull(deps, sessionToken, delivery.payload, request.lease.workerId)) ?? null) : undefined;
     sendJson(ctx, 200, {
       token: delivery.token,
       queue: delivery.queue,
       payload: delivery.payload,
       messageId: delivery.messageId,
       headers: { traceparent },
+      ...(lease === undefined ? {} : { lease }),
     });
   });
   router.post('/jobs/ack', jsonBody(validateAck, limit), async (ctx) => {

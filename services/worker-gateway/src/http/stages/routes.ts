@@ -18,10 +18,11 @@ import {
   type StageLeaseRequest,
   type StageResultSubmit,
 } from '@po/contracts';
+import type { Deliveries } from '../../deliveries/deliveries.js';
 import type { Deps } from '../../deps.js';
 import { lease } from '../../leases/operations.js';
 import { checkResultCredentials, type ResultCredentials } from '../../results/credentials.js';
-import { submitResult } from '../../results/submit.js';
+import { ackAfterResult, submitResult } from '../../results/submit.js';
 import { deferredSession, type PendingSession } from '../../sessions/auth.js';
 
 /** api-spec Limits: a result request body may be at most 327680 bytes. */
@@ -40,7 +41,7 @@ const workerStagePath: Middleware<AppState> = async (ctx, next) => {
   await next();
 };
 
-export function stageRoutes(deps: Deps, resolveKey: ApiKeyResolver): Router {
+export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKeyResolver): Router {
   const router = createRouter();
   const session = deferredSession(deps.db, deps.clock);
   const stageIdParam = pathParam('stageId', (raw) => parseId(raw, 'stageId'));
@@ -74,16 +75,11 @@ export function stageRoutes(deps: Deps, resolveKey: ApiKeyResolver): Router {
     jsonBody(validateResultSubmit, RESULT_MAX_BODY_BYTES),
     async (ctx) => {
       const caller = (ctx.state as { caller?: ResultCredentials }).caller!;
-      sendJson(
-        ctx,
-        202,
-        await submitResult(
-          deps,
-          caller,
-          ctx.state.params.stageId as number,
-          ctx.state.body as StageResultSubmit,
-        ),
-      );
+      const body = ctx.state.body as StageResultSubmit;
+      const accepted = await submitResult(deps, caller, ctx.state.params.stageId as number, body);
+      // Decision 0098: the ack the worker would send next, done here once the result is confirmed.
+      const acked = body.ackToken === undefined ? undefined : await ackAfterResult(deps, deliveries, body.ackToken);
+      sendJson(ctx, 202, acked === undefined ? accepted : { ...accepted, acked });
     },
   );
   return router;
