@@ -14,6 +14,8 @@ export * from './repositories/index.js';
 export * from './repositories/schedule-fire.js';
 export { createSql, declaredStatements, isTransientDbError, statement, type Queryable, type Sql, type Statement } from './sql.js';
 export { API_KEY_CACHE, API_KEY_CHANNEL, createApiKeyCache, type ApiKeyCache, type ApiKeyCacheOptions } from './api-key-cache.js';
+export { createNotifiedCache, type NotifiedCache, type NotifiedCacheOptions } from './notified-cache.js';
+export { WORKER_SESSION_CACHE, WORKER_SESSION_CHANNEL, createWorkerSessionCache, type LiveSession } from './worker-session-cache.js';
 
 export interface CreateDbOptions {
   /** PostgreSQL schema used by generated queries; defaults to the URL's `?schema=` or `public`. */

@@ -1,4 +1,4 @@
-import type { ApiKeyCache, Db } from '@po/db';
+import type { ApiKeyCache, Db, LiveSession, NotifiedCache } from '@po/db';
 import type { StageResultsProducer } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 import type { WorkerGatewayConfig } from './config.js';
@@ -7,6 +7,8 @@ export interface Deps {
   db: Db;
   /** Valid API keys, cached per process (decision 0063). */
   keys: ApiKeyCache;
+  /** Live worker sessions by token hash, cached per process (decision 0099). */
+  sessions: NotifiedCache<LiveSession>;
   results: StageResultsProducer;
   logger: Logger;
   clock: () => Date;

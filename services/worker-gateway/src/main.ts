@@ -1,6 +1,6 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
-import { API_KEY_CACHE, createApiKeyCache, createDb, sqlOf } from '@po/db';
+import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKeyCache, createDb, createWorkerSessionCache, sqlOf } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
 import { createLogger, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
@@ -31,7 +31,8 @@ wakeRedis.on('message', (_channel: string, queue: string) => deliveries.wake(que
 wakeRedis.on('ready', () => deliveries.wakeAll());
 
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
-const deps = { db, keys, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
+const sessions = createWorkerSessionCache(sqlOf(db), WORKER_SESSION_CACHE);
+const deps = { db, keys, sessions, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
 observeDeliveriesInflight(() => deliveries.inflight);
 observeWorkerGauges(db, config.heartbeatIntervalSeconds, deps.clock);
 const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
@@ -47,6 +48,7 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['result producer', () => deps.results.close()],
   ['redis', async () => Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()])],
   ['key cache', () => keys.close()],
+  ['session cache', () => sessions.close()],
   ['postgres', () => db.$disconnect()],
   ['metrics server', () => metrics.close()],
   ['telemetry', () => shutdownTracing()],

@@ -108,6 +108,7 @@ const RESULT_INTAKE = statement(
   'result_intake',
   `SELECT sess.worker_id, sess.application_id AS session_application_id, sess.expires_at > now() AS live,
           ${KEY_REVOKED} AS key_revoked,
+          LEAST(sess.expires_at, (SELECT k.expires_at FROM api_keys k WHERE k.id = sess.api_key_id)) AS valid_until,
           st.application_id AS stage_application_id, st.pipeline_id, st.span_id
    FROM (SELECT 1) one
    LEFT JOIN worker_sessions sess ON sess.token_hash = $1 AND sess.superseded_at IS NULL
@@ -116,7 +117,7 @@ const RESULT_INTAKE = statement(
 
 export interface ResultIntake {
   /** The session, when the token is a current one (expired or revoked or not). */
-  session: null | { workerId: string; applicationId: number; live: boolean; keyRevoked: boolean };
+  session: null | { workerId: string; applicationId: number; live: boolean; keyRevoked: boolean; validUntil: Date };
   stage: null | { applicationId: number; pipelineId: number; spanId: string };
 }
 
@@ -126,13 +127,14 @@ export async function resultIntake(db: Queryable, r: { sessionTokenHash: string;
     session_application_id: number | null;
     live: boolean | null;
     key_revoked: boolean | null;
+    valid_until: Date | null;
     stage_application_id: number | null;
     pipeline_id: string | null;
     span_id: string | null;
   }>(RESULT_INTAKE, [r.sessionTokenHash, r.stageId]);
   return {
     session: row?.worker_id
-      ? { workerId: row.worker_id, applicationId: row.session_application_id!, live: row.live === true, keyRevoked: row.key_revoked === true }
+      ? { workerId: row.worker_id, applicationId: row.session_application_id!, live: row.live === true, keyRevoked: row.key_revoked === true, validUntil: row.valid_until! }
       : null,
     stage: row?.stage_application_id != null ? { applicationId: row.stage_application_id, pipelineId: Number(row.pipeline_id), spanId: row.span_id! } : null,
   };

@@ -312,6 +312,12 @@ export class Deliveries {
   }
 
   /** Ack (requeue=false completes; requeue=true returns the same message at once). False when not held here. */
+  /** The message of a delivery this process holds and whose visibility timeout has not passed. */
+  heldMessage(token: string): StageNextMessage | undefined {
+    const held = this.held.get(token);
+    return held && held.expiresAt > this.now() ? held.message.job.data : undefined;
+  }
+
   async ack(token: string, requeue: boolean): Promise<boolean> {
     const held = this.held.get(token);
     if (!held) return false;

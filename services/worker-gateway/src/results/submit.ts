@@ -4,25 +4,25 @@ import type { StageResultSubmit } from '@po/contracts';
 import { markFailed, rememberSensitiveItems, resultsAccepted, traceparentOf } from '@po/telemetry';
 import type { Deliveries } from '../deliveries/deliveries.js';
 import type { Deps } from '../deps.js';
-import type { ResultCredentials } from './credentials.js';
+import { readStageOwner, type ResultCredentials, type StageOwner } from './credentials.js';
 import { startResultSpan } from './observe.js';
 
 /**
  * POST /stages/{id}/result (api-spec Behaviour rule 3, addendum §5.2, §13, §15): after the
- * credentials (checkResultCredentials, whose one read also found the stage), checks shape and
+ * credentials (checkResultCredentials) and the stage (stageOfResult), checks shape and
  * ownership, then publishes persistently. 202 means Redis confirmed the job, not that it was
  * applied: fencing happens in the result-consumer.
  */
 export async function submitResult(
   deps: Deps,
   caller: ResultCredentials,
+  stage: StageOwner | null,
   stageId: number,
   body: StageResultSubmit,
 ): Promise<{ accepted: true; stageId: number; executionId: string }> {
   // The logger censors the values this result marks sensitive from now on.
   if (body.contextItems) rememberSensitiveItems(body.contextItems);
   if (body.stageId !== stageId) throw ValidationFailed.at('/stageId', 'must equal the stageId of the route');
-  const stage = caller.stage;
   if (!stage) throw new NotFound(`Stage ${stageId} not found.`);
   if (stage.applicationId !== caller.applicationId) throw new Forbidden(`Stage ${stageId} belongs to another application.`);
   if (body.pipelineId !== undefined && body.pipelineId !== null && body.pipelineId !== stage.pipelineId) {
@@ -52,6 +52,26 @@ export async function submitResult(
   }
   resultsAccepted().inc();
   return { accepted: true, stageId, executionId: body.executionId };
+}
+
+/**
+ * The stage a result names. The credentials' read found it, unless the session came from the cache
+ * (decision 0099); then the delivery its ackToken names, held by this process, tells its owner when
+ * it is this very execution of this stage, and only otherwise is the stage read.
+ */
+export async function stageOfResult(
+  deps: Deps,
+  deliveries: Deliveries,
+  caller: ResultCredentials,
+  stageId: number,
+  body: StageResultSubmit,
+): Promise<StageOwner | null> {
+  if (caller.stage !== undefined) return caller.stage;
+  const delivered = body.ackToken === undefined ? undefined : deliveries.heldMessage(body.ackToken);
+  if (delivered && delivered.stageId === stageId && delivered.executionId === body.executionId) {
+    return { applicationId: delivered.applicationId, pipelineId: delivered.pipelineId, spanId: delivered.spanId };
+  }
+  return readStageOwner(deps, caller, stageId);
 }
 
 /** The ack token is a credential for this process only: it does not travel with the result. */

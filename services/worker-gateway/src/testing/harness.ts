@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { stageQueueName, type StageNextMessage } from '@po/contracts';
-import { API_KEY_CACHE, createApiKey, createApiKeyCache, createApplication, insertPipeline, sqlOf, startExecutions, type Db } from '@po/db';
+import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKey, createApiKeyCache, createWorkerSessionCache, createApplication, insertPipeline, sqlOf, startExecutions, type Db } from '@po/db';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { hashSecret, listen } from '@po/http';
 import {
@@ -61,7 +61,9 @@ export async function startWorkerGateway(env: Record<string, string> = {}, overr
   const results = overrides.results ?? createStageResultsProducer(producerRedis, prefix);
   const db: Db = database.db;
   const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
-  const deps = { db, keys, results, logger, clock: () => new Date(), config };
+  const sessions = createWorkerSessionCache(sqlOf(db), WORKER_SESSION_CACHE);
+  await sessions.listening;
+  const deps = { db, keys, sessions, results, logger, clock: () => new Date(), config };
   const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => producerRedis.ping() });
   const server = await listen(app, '127.0.0.1', 0);
   const url = `http://127.0.0.1:${server.port}`;
@@ -150,6 +152,7 @@ export async function startWorkerGateway(env: Record<string, string> = {}, overr
       await publisher.close();
       await results.close();
       await keys.close();
+      await sessions.close();
       await Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()]);
       await cleanupRedisPrefix(prefix);
       await database.drop();

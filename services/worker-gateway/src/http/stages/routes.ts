@@ -22,7 +22,7 @@ import type { Deliveries } from '../../deliveries/deliveries.js';
 import type { Deps } from '../../deps.js';
 import { lease } from '../../leases/operations.js';
 import { checkResultCredentials, type ResultCredentials } from '../../results/credentials.js';
-import { ackAfterResult, submitResult } from '../../results/submit.js';
+import { ackAfterResult, stageOfResult, submitResult } from '../../results/submit.js';
 import { deferredSession, type PendingSession } from '../../sessions/auth.js';
 
 /** api-spec Limits: a result request body may be at most 327680 bytes. */
@@ -76,7 +76,9 @@ export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiK
     async (ctx) => {
       const caller = (ctx.state as { caller?: ResultCredentials }).caller!;
       const body = ctx.state.body as StageResultSubmit;
-      const accepted = await submitResult(deps, caller, ctx.state.params.stageId as number, body);
+      const stageId = ctx.state.params.stageId as number;
+      const stage = await stageOfResult(deps, deliveries, caller, stageId, body);
+      const accepted = await submitResult(deps, caller, stage, stageId, body);
       // Decision 0098: the ack the worker would send next, done here once the result is confirmed.
       const acked = body.ackToken === undefined ? undefined : await ackAfterResult(deps, deliveries, body.ackToken);
       sendJson(ctx, 202, acked === undefined ? accepted : { ...accepted, acked });
