@@ -22,6 +22,7 @@ export {
   traceparentOf,
   tracingEnabled,
   withSpan,
+  withTraceparent,
   type Context,
   type Span,
   type SpanOptions,

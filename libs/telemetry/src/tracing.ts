@@ -134,6 +134,12 @@ export function withSpan<T>(span: Span, fn: () => T): T {
   return context.with(trace.setSpan(context.active(), span), fn);
 }
 
+/** Runs `fn` with the span of a W3C traceparent active (as its remote parent); as is without one. */
+export function withTraceparent<T>(traceparent: string | undefined, fn: () => T): T {
+  const parent = runtime ? contextFromTraceparent(traceparent) : undefined;
+  return parent ? context.with(parent, fn) : fn();
+}
+
 /** The active context (the current request's span, if any). Only call it when tracingEnabled(). */
 export function activeContext(): Context {
   return context.active();

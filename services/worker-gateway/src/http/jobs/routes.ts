@@ -9,6 +9,7 @@ import {
 } from '@po/http';
 import { bodyLimits, validateAck, validatePull, type AckJobRequest, type PullJobRequest } from '@po/contracts';
 import { Unauthorized } from '@po/domain';
+import { withTraceparent } from '@po/telemetry';
 import type { Deliveries } from '../../deliveries/deliveries.js';
 import { ackJob, pullJob } from '../../deliveries/operations.js';
 import type { Deps } from '../../deps.js';
@@ -32,7 +33,12 @@ export function jobRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKey
     const pulled = await pullJob(deliveries, ctx.state.applicationId!, request, gone.signal);
     if (!pulled) return sendEmpty(ctx, 204);
     const { delivery, traceparent } = pulled;
-    const lease = request.lease && !gone.signal.aborted ? ((await leaseOnPull(deps, sessionToken, delivery.payload, request.lease.workerId)) ?? null) : undefined;
+    const leaseAs = request.lease?.workerId;
+    // Under the delivery's stage.pull span, as the worker's own acquire call would be.
+    const lease =
+      leaseAs && !gone.signal.aborted
+        ? ((await withTraceparent(traceparent, () => leaseOnPull(deps, sessionToken, delivery.payload, leaseAs))) ?? null)
+        : undefined;
     sendJson(ctx, 200, {
       token: delivery.token,
       queue: delivery.queue,
