@@ -67,12 +67,12 @@ export async function waitFirstDispatch(db, ids, timeoutMs = 60_000) {
 
 /**
  * Per-stage latencies (ms) of the pipelines `ids`, from PostgreSQL and the workers' instants
- * (received: stageId → pull answered, accepted: stageId → result 202, published: stageId → the
+ * (received: stageId → pull answered, accepted: stageId → result 202, leased: stageId → lease held, published: stageId → the
  * dispatchedAt its message carried, the moment the engine published it). "ready" is the pipeline's
  * created_at for its first stage and the previous stage's finished_at for the others; each stage's
  * first execution counts.
  */
-export async function stageLatencies(db, ids, { received, accepted, published }) {
+export async function stageLatencies(db, ids, { received, accepted, published, leased = new Map() }) {
   const { rows: stages } = await db.query(
     `SELECT s.id, s.pipeline_id, s.position, s.finished_at, p.created_at AS pipeline_created_at
      FROM stages s JOIN pipelines p ON p.id = s.pipeline_id
@@ -90,6 +90,8 @@ export async function stageLatencies(db, ids, { received, accepted, published })
     readyToPublished: [],
     readyToPulled: [],
     result202ToNextPulled: [],
+    readyToLeased: [],
+    result202ToNextLeased: [],
     readyToDispatched: [],
     dispatchedToPublished: [],
     publishedToPulled: [],
@@ -114,6 +116,8 @@ export async function stageLatencies(db, ids, { received, accepted, published })
     push('readyToPublished', readyAt, publishedAt);
     push('readyToPulled', readyAt, pulledAt);
     if (samePipeline) push('result202ToNextPulled', accepted.get(Number(previous.id)), pulledAt);
+    push('readyToLeased', readyAt, leased.get(id));
+    if (samePipeline) push('result202ToNextLeased', accepted.get(Number(previous.id)), leased.get(id));
     push('readyToDispatched', readyAt, dispatchedAt);
     push('dispatchedToPublished', dispatchedAt, publishedAt);
     push('publishedToPulled', publishedAt, pulledAt);
@@ -127,6 +131,10 @@ export async function stageLatencies(db, ids, { received, accepted, published })
       readyToPublished: sum.readyToPublished,
       readyToPulled: sum.readyToPulled,
       result202ToNextPulled: sum.result202ToNextPulled,
+      // The worker holds the lease: with decision 0098 that is the pull's answer, before it the
+      // answer of the lease/acquire call that followed — the moment the handler can start.
+      readyToLeased: sum.readyToLeased,
+      result202ToNextLeased: sum.result202ToNextLeased,
     },
     breakdownMs: {
       readyToDispatched: sum.readyToDispatched,

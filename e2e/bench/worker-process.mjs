@@ -17,11 +17,14 @@ setMaxListeners(0);
 const config = JSON.parse(process.argv[2]);
 const received = new Map(); // stageId -> ms when its pull answered with a delivery
 const accepted = new Map(); // stageId -> ms when its result got 202
+const leased = new Map(); // stageId -> ms when the worker held its lease (pull with lease, or lease/acquire)
 const published = new Map(); // stageId -> the message's dispatchedAt (ms): when the engine published it
 const logged = { warn: 0, error: 0 };
 
 const STAGE_ID = /"stageId":(\d+)/;
 const DISPATCHED_AT = /"dispatchedAt":"([^"]+)"/;
+const LEASED_ON_PULL = /"lease":\{"acquired":true/;
+const ACQUIRED = /"acquired":true/;
 const timedFetch = async (url, init) => {
   const res = await httpFetch(url, init);
   const at = Date.now();
@@ -33,6 +36,10 @@ const timedFetch = async (url, init) => {
       received.set(stageId, at);
       published.set(stageId, Date.parse(DISPATCHED_AT.exec(text)?.[1] ?? ''));
     }
+    if (LEASED_ON_PULL.test(text) && !leased.has(stageId)) leased.set(stageId, at);
+  } else if (res.status === 200 && url.endsWith('/lease/acquire')) {
+    const stageId = Number(url.split('/stages/')[1].split('/')[0]);
+    if (ACQUIRED.test(await res.text()) && !leased.has(stageId)) leased.set(stageId, at);
   } else if (res.status === 202 && url.endsWith('/result')) {
     const stageId = Number(url.split('/stages/')[1].split('/')[0]);
     if (!accepted.has(stageId)) accepted.set(stageId, at);
@@ -75,6 +82,7 @@ const worker = createWorker({
 const times = () => ({
   received: [...received],
   accepted: [...accepted],
+  leased: [...leased],
   published: [...published],
   stats: { ...worker.stats, warnings: logged.warn, errors: logged.error },
 });

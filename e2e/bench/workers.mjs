@@ -106,6 +106,7 @@ export async function startWorkerProcesses({
         return {
           received: merge('received'),
           accepted: merge('accepted'),
+          leased: merge('leased'),
           published: merge('published'),
           stats: Object.fromEntries(children.map((c, i) => [c.benchName, answers[i].stats])),
         };
