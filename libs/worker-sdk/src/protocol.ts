@@ -83,8 +83,8 @@ export interface PullJobResponse {
   payload: StageNextMessage;
   messageId: string;
   headers: JsonObject;
-  /** The lease the pull acquired (decision 0098); absent from older servers or when unanswered. */
-  lease?: StageLeaseResponse;
+  /** The lease the pull acquired (decision 0098); null when unanswered, absent from older servers. */
+  lease?: StageLeaseResponse | null;
 }
 
 export interface BootstrapRequest {
