@@ -271,6 +271,11 @@ async function runPhase(phase, { tracing, template, log }) {
         redis: perUnit(usage.redisCpuSeconds === null ? null : usage.redisCpuSeconds * 1000, units),
       },
       logLinesPerUnit: perUnit(sumOf(serviceNames, 'logLines'), units),
+      // Every message between processes is at least one write(2): the round trips, counted.
+      writesPerUnit: Object.fromEntries(
+        Object.entries(processes).map(([name, u]) => [name, perUnit(u.writes, units, 2)]),
+      ),
+      redisCommandsPerUnit: perUnit(usage.redisCommands, units, 2),
     };
     if (spanDir) {
       // Every process flushed its spans when it stopped: count what was exported.

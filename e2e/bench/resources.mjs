@@ -35,6 +35,22 @@ export function cpuSeconds(pid) {
   return s ? (s.utime + s.stime) / clockTicks() : null;
 }
 
+/**
+ * Read and write system calls a process has made so far (/proc/<pid>/io syscr, syscw), or null:
+ * every socket message between the processes is at least one write, so this counts round trips.
+ */
+export function syscalls(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const read = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+    const r = read('syscr');
+    const w = read('syscw');
+    return Number.isFinite(r) && Number.isFinite(w) ? { reads: r, writes: w } : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Resident set size in MiB, or null. */
 export function rssMiB(pid) {
   try {
@@ -68,6 +84,17 @@ export function postmasterOf(backendPid) {
   return procStat(backendPid)?.ppid ?? null;
 }
 
+/** Commands Redis has processed so far (INFO stats total_commands_processed), or null. */
+export async function redisCommands(redis) {
+  try {
+    const info = await redis.info('stats');
+    const n = Number(/^total_commands_processed:(\d+)/m.exec(info)?.[1] ?? NaN);
+    return Number.isFinite(n) ? n : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Redis's own CPU seconds (INFO cpu: used_cpu_user + used_cpu_sys), or null. */
 export async function redisCpuSeconds(redis) {
   try {
@@ -84,31 +111,37 @@ const round = (v, digits = 2) => (v === null || v === undefined ? null : +v.toFi
 
 /**
  * Samples named processes (name → pid) and the shared servers at the start of a phase; end()
- * samples again and returns { processes: { name: { cpuSeconds, rssMiB } }, postgresCpuSeconds,
- * redisCpuSeconds }. RSS is read at end() only: call it just before stopping anything.
+ * samples again and returns { processes: { name: { cpuSeconds, writes, rssMiB } },
+ * postgresCpuSeconds, redisCpuSeconds, redisCommands } (writes: write system calls). RSS is read at end() only: call it just before stopping anything.
  */
 export async function startResourceMeter({ processes, postmasterPid, redis }) {
   const cpu0 = Object.fromEntries(
     Object.entries(processes).map(([name, pid]) => [name, cpuSeconds(pid)]),
   );
+  const io0 = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, syscalls(pid)]));
   const pg0 = postgresCpuSeconds(postmasterPid);
   const redis0 = await redisCpuSeconds(redis);
+  const commands0 = await redisCommands(redis);
   return {
     async end() {
       const out = {};
       for (const [name, pid] of Object.entries(processes)) {
         const now = cpuSeconds(pid);
+        const io = syscalls(pid);
         out[name] = {
           cpuSeconds: now === null || cpu0[name] === null ? null : round(now - cpu0[name]),
+          writes: io === null || io0[name] === null ? null : io.writes - io0[name].writes,
           rssMiB: rssMiB(pid),
         };
       }
       const pg1 = postgresCpuSeconds(postmasterPid);
       const redis1 = await redisCpuSeconds(redis);
+      const commands1 = await redisCommands(redis);
       return {
         processes: out,
         postgresCpuSeconds: pg0 === null || pg1 === null ? null : round(pg1 - pg0),
         redisCpuSeconds: redis0 === null || redis1 === null ? null : round(redis1 - redis0),
+        redisCommands: commands0 === null || commands1 === null ? null : commands1 - commands0,
       };
     },
   };

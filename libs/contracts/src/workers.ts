@@ -135,6 +135,14 @@ export interface StageResultSubmit {
   appendedStages?: StageInfo[];
   /** Extension (decision 0098): after the 202, acknowledge this delivery (requeue=false). */
   ackToken?: string;
+  /** Extension (decision 0100): after the 202 (and the ack), pull once more without waiting. */
+  next?: PullNextRequest;
+}
+
+/** Decision 0100: the pull a result may carry; never waits (as waitSeconds 0). */
+export interface PullNextRequest {
+  queue: string;
+  lease?: { workerId: string };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,6 +205,8 @@ export interface StageResultAccepted {
   executionId: string;
   /** Only when the result carried an ackToken: whether this process held and acknowledged it. */
   acked?: boolean;
+  /** Only when the result carried `next`: the delivery it pulled, or null when none was taken (decision 0100). */
+  next?: PullJobResponse | null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,6 +293,20 @@ export const pullLeaseRequestSchema = named(
   },
 );
 
+/** Decision 0100: the pull a result may carry, taken after the result is accepted. */
+export const pullNextRequestSchema = named(
+  'PullNextRequest',
+  {
+    queue: str({ description: 'app_{applicationId}_{handler}_StageNext' }),
+    lease: ref('PullLeaseRequest'),
+  },
+  {
+    required: ['queue'],
+    description:
+      'Extension: once the result is accepted (and its ackToken acknowledged), pull this queue once without waiting, as POST /jobs/pull with waitSeconds 0 would; the answer is the response next.',
+  },
+);
+
 export const ackJobRequestSchema = named(
   'AckJobRequest',
   { token: str({ minLength: 1 }), requeue: { ...bool(), default: false } },
@@ -346,6 +370,7 @@ export const stageResultSubmitSchema = named(
       maxLength: limits.deliveryTokenChars,
       description: 'extension: the pull token to acknowledge (requeue=false) once the result is accepted',
     }),
+    next: ref('PullNextRequest'),
   },
   { required: ['stageId', 'executionId', 'attempt'] },
 );
@@ -415,6 +440,11 @@ export const stageResultAcceptedSchema = named(
     stageId: int(1, MAX_ID),
     executionId: str(),
     acked: bool('extension: present when the result carried ackToken; whether that delivery was acknowledged'),
+    next: {
+      oneOf: [ref('PullJobResponse'), { type: 'null' }],
+      description:
+        'extension: present when the result carried next; the delivery pulled, or null when none was taken (empty queue, a pull limit, the broker): pull as usual',
+    },
   },
   { required: ['accepted', 'stageId', 'executionId'], closed: true },
 );
@@ -427,6 +457,7 @@ registerSchemas(
   shutdownRequestSchema,
   pullLeaseRequestSchema,
   pullJobRequestSchema,
+  pullNextRequestSchema,
   ackJobRequestSchema,
   stageLeaseRequestSchema,
   stageResultLogSchema,

@@ -105,50 +105,17 @@ export class WorkerClient {
   ): Promise<PullJobResponse | null> {
     const path = '/jobs/pull';
     const json = await this.call('POST', path, {
-      body: leaseAs === undefined ? { queue, waitSeconds } : { queue, waitSeconds, lease: { workerId: leaseAs } },
+      body:
+        leaseAs === undefined
+          ? { queue, waitSeconds }
+          : { queue, waitSeconds, lease: { workerId: leaseAs } },
       apiKey: true,
       signal,
       timeoutMs: waitSeconds * 1000 + this.options.requestTimeoutMs,
       ok: [200, 204],
     });
     if (json === undefined) return null;
-    const r = asObject(json, path);
-    if (typeof r.token !== 'string' || r.token === '') {
-      throw new ProtocolError(`${path}: response has no token`);
-    }
-    const payload = r.payload as Partial<Record<string, unknown>> | null | undefined;
-    if (
-      typeof payload !== 'object' ||
-      payload === null ||
-      !Number.isSafeInteger(payload.stageId) ||
-      !Number.isSafeInteger(payload.pipelineId) ||
-      typeof payload.executionId !== 'string' ||
-      payload.executionId === ''
-    ) {
-      throw new MalformedDeliveryError(
-        r.token,
-        `${path}: payload lacks stageId, pipelineId or executionId`,
-      );
-    }
-    const lease = isObject(r.lease) ? leaseFrom(r.lease) : undefined;
-    return {
-      ...(lease ? { lease } : {}),
-      token: r.token,
-      queue: typeof r.queue === 'string' ? r.queue : queue,
-      messageId: typeof r.messageId === 'string' ? r.messageId : '',
-      headers: isObject(r.headers) ? r.headers : {},
-      payload: {
-        ...payload,
-        input: typeof payload.input === 'string' ? payload.input : '',
-        pipelineContextItems: Array.isArray(payload.pipelineContextItems)
-          ? payload.pipelineContextItems
-          : [],
-        previousAttempts: Number.isSafeInteger(payload.previousAttempts)
-          ? payload.previousAttempts
-          : 0,
-        timeOutSeconds: typeof payload.timeOutSeconds === 'number' ? payload.timeOutSeconds : null,
-      } as PullJobResponse['payload'],
-    };
+    return deliveryFrom(json, path, queue);
   }
 
   /** Acknowledges a delivery. Must reach the API process that served the pull (sticky routing). */
@@ -193,7 +160,28 @@ export class WorkerClient {
       stageId: typeof r.stageId === 'number' ? r.stageId : body.stageId,
       executionId: typeof r.executionId === 'string' ? r.executionId : body.executionId,
       ...(typeof r.acked === 'boolean' ? { acked: r.acked } : {}),
+      ...(body.next && 'next' in r
+        ? { next: await this.nextFrom(r.next, path, body.next.queue) }
+        : {}),
     };
+  }
+
+  /**
+   * The delivery a result's `next` brought, or null. The result is accepted either way: a delivery
+   * that cannot be run is acknowledged so it is not redelivered, as a pulled one would be.
+   */
+  private async nextFrom(
+    json: unknown,
+    path: string,
+    queue: string,
+  ): Promise<PullJobResponse | null> {
+    if (!isObject(json)) return null;
+    try {
+      return deliveryFrom(json, `${path} next`, queue);
+    } catch (err) {
+      if (err instanceof MalformedDeliveryError) await this.ack(err.token).catch(() => undefined);
+      return null;
+    }
   }
 
   private async lease(
@@ -226,7 +214,9 @@ export class WorkerClient {
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort(new Error(`request timed out after ${o.timeoutMs ?? this.options.requestTimeoutMs} ms`));
+      controller.abort(
+        new Error(`request timed out after ${o.timeoutMs ?? this.options.requestTimeoutMs} ms`),
+      );
     }, o.timeoutMs ?? this.options.requestTimeoutMs);
     const outer = o.signal;
     const onAbort = () => controller.abort(outer?.reason);
@@ -291,5 +281,46 @@ function leaseFrom(r: JsonObject): StageLeaseResponse | undefined {
     attempt: typeof r.attempt === 'number' ? r.attempt : null,
     leaseExpiresAt: typeof r.leaseExpiresAt === 'string' ? r.leaseExpiresAt : null,
     reason: typeof r.reason === 'string' ? r.reason : null,
+  };
+}
+
+/** A PullJobResponse as the SDK uses it; MalformedDeliveryError when its payload cannot be run. */
+function deliveryFrom(json: unknown, path: string, queue: string): PullJobResponse {
+  const r = asObject(json, path);
+  if (typeof r.token !== 'string' || r.token === '') {
+    throw new ProtocolError(`${path}: response has no token`);
+  }
+  const payload = r.payload as Partial<Record<string, unknown>> | null | undefined;
+  if (
+    typeof payload !== 'object' ||
+    payload === null ||
+    !Number.isSafeInteger(payload.stageId) ||
+    !Number.isSafeInteger(payload.pipelineId) ||
+    typeof payload.executionId !== 'string' ||
+    payload.executionId === ''
+  ) {
+    throw new MalformedDeliveryError(
+      r.token,
+      `${path}: payload lacks stageId, pipelineId or executionId`,
+    );
+  }
+  const lease = isObject(r.lease) ? leaseFrom(r.lease) : undefined;
+  return {
+    ...(lease ? { lease } : {}),
+    token: r.token,
+    queue: typeof r.queue === 'string' ? r.queue : queue,
+    messageId: typeof r.messageId === 'string' ? r.messageId : '',
+    headers: isObject(r.headers) ? r.headers : {},
+    payload: {
+      ...payload,
+      input: typeof payload.input === 'string' ? payload.input : '',
+      pipelineContextItems: Array.isArray(payload.pipelineContextItems)
+        ? payload.pipelineContextItems
+        : [],
+      previousAttempts: Number.isSafeInteger(payload.previousAttempts)
+        ? payload.previousAttempts
+        : 0,
+      timeOutSeconds: typeof payload.timeOutSeconds === 'number' ? payload.timeOutSeconds : null,
+    } as PullJobResponse['payload'],
   };
 }

@@ -274,9 +274,12 @@ export class FakeGateway {
           this.extensions && typeof rec.body.ackToken === 'string'
             ? { acked: this.ackToken(rec.body.ackToken as string, false) }
             : {};
+        // Decision 0100: one pull without waiting, after the ack.
+        const asked = this.extensions ? (rec.body.next as { queue: string; lease?: unknown } | undefined) : undefined;
+        const next = asked ? { next: this.deliver(asked.queue, { ...rec, body: { lease: asked.lease } })?.body ?? null } : {};
         return this.send(res, rec, {
           status: 202,
-          body: { accepted: true, stageId: rec.body.stageId, executionId: rec.body.executionId, ...acked },
+          body: { accepted: true, stageId: rec.body.stageId, executionId: rec.body.executionId, ...acked, ...next },
         });
       }
       default:

@@ -19,7 +19,12 @@ import { buildResultBody, fromReturn, fromThrow } from './outcome.js';
 import type { Outcome } from './outcome.js';
 import type { PullJobResponse, StageLeaseResponse, StageResultSubmit } from './protocol.js';
 import type { Session } from './session.js';
-import { deliveryTraceparent, failHandlerSpan, loadOpenTelemetry, startHandlerSpan } from './tracing.js';
+import {
+  deliveryTraceparent,
+  failHandlerSpan,
+  loadOpenTelemetry,
+  startHandlerSpan,
+} from './tracing.js';
 import type { StageHandler } from './types.js';
 import { backoffDelay, sleep } from './util.js';
 
@@ -44,6 +49,11 @@ export interface JobDeps {
 
 type Delivery = 'accepted' | 'lease_lost' | 'rejected' | 'undelivered';
 
+/** The pull a result carries (decision 0100), acquiring the lease as a pull would. */
+function nextRequest(queue: string, workerId: string | undefined): StageResultSubmit['next'] {
+  return workerId === undefined ? { queue } : { queue, lease: { workerId } };
+}
+
 export class JobRunner {
   /** Acks still on their way: the slot pulls again without waiting for them. */
   private readonly acking = new Set<Promise<void>>();
@@ -61,7 +71,16 @@ export class JobRunner {
     this.acking.add(sent);
   }
 
-  async run(delivery: PullJobResponse, handlerName: string, handler: StageHandler): Promise<void> {
+  /**
+   * Runs one delivery to its ack. With `nextQueue`, the result asks the gateway to pull that queue
+   * once more (decision 0100): the delivery it brought is returned for the slot to run next.
+   */
+  async run(
+    delivery: PullJobResponse,
+    handlerName: string,
+    handler: StageHandler,
+    nextQueue?: string,
+  ): Promise<PullJobResponse | null> {
     const m = delivery.payload;
     const fields: LogFields = {
       stageId: m.stageId,
@@ -72,11 +91,11 @@ export class JobRunner {
     const lease = delivery.lease ?? (await this.acquire(delivery, fields));
     if (lease === 'unavailable') {
       this.ackLater(delivery.token, true, fields);
-      return;
+      return null;
     }
     if (lease === 'rejected') {
       this.ackLater(delivery.token, false, fields);
-      return;
+      return null;
     }
     if (!lease.acquired) {
       this.deps.logger.info('lease refused; acknowledging the delivery without executing', {
@@ -84,13 +103,20 @@ export class JobRunner {
         reason: lease.reason,
       });
       this.ackLater(delivery.token, false, fields);
-      return;
+      return null;
     }
     const attempt = lease.attempt ?? m.previousAttempts + 1;
     const { counters } = this.deps;
     counters.inFlight += 1;
     try {
-      await this.execute(delivery, handlerName, handler, attempt, { ...fields, attempt });
+      return await this.execute(
+        delivery,
+        handlerName,
+        handler,
+        attempt,
+        { ...fields, attempt },
+        nextQueue,
+      );
     } finally {
       counters.inFlight -= 1;
     }
@@ -102,7 +128,8 @@ export class JobRunner {
     handler: StageHandler,
     attempt: number,
     fields: LogFields,
-  ): Promise<void> {
+    nextQueue: string | undefined,
+  ): Promise<PullJobResponse | null> {
     const { client, session, events, logger, options, counters, stopSignal } = this.deps;
     const m = delivery.payload;
     const ids = { stageId: m.stageId, pipelineId: m.pipelineId };
@@ -179,13 +206,20 @@ export class JobRunner {
 
     let result: Delivery = 'lease_lost';
     let ackAnswered = false;
+    let next: PullJobResponse | null = null;
     if (keeper.lost === undefined) {
-      // The gateway that served the pull acknowledges it once the result is accepted (decision 0098).
-      const body = { ...buildResultBody(m, attempt, outcome, collected), ackToken: delivery.token };
+      // The gateway that served the pull acknowledges it once the result is accepted (decision 0098),
+      // and pulls for this slot again when asked (decision 0100).
+      const body: StageResultSubmit = {
+        ...buildResultBody(m, attempt, outcome, collected),
+        ackToken: delivery.token,
+        ...(nextQueue === undefined ? {} : { next: nextRequest(nextQueue, session.workerId) }),
+      };
       const posted = await this.postResult(body, keeper, fields, traceparent);
-      result = posted === 'answered' ? 'accepted' : posted;
       // acked false: that gateway does not hold the token, so an ack of ours would be refused too.
-      ackAnswered = posted === 'answered';
+      ackAnswered = typeof posted === 'object' || posted === 'answered';
+      result = ackAnswered ? 'accepted' : (posted as Delivery);
+      if (typeof posted === 'object') next = posted.next;
     }
     keeper.stop();
 
@@ -222,6 +256,7 @@ export class JobRunner {
     // Ack only now: after the 202, or when no result will ever be sent for this delivery. The slot
     // goes back to pulling while the ack travels.
     if (!ackAnswered) this.ackLater(delivery.token, false, fields);
+    return next;
   }
 
   private async acquire(
@@ -271,15 +306,18 @@ export class JobRunner {
     keeper: LeaseKeeper,
     fields: LogFields,
     traceparent: string | undefined,
-  ): Promise<Delivery | 'answered'> {
+  ): Promise<Delivery | 'answered' | { next: PullJobResponse | null }> {
     const { client, session, logger, options } = this.deps;
     const deadline = Date.now() + options.resultRetryTimeoutMs;
     for (let i = 0; ; i++) {
       if (keeper.lost !== undefined) return 'lease_lost';
       try {
-        const accepted = await session.call((token) => client.submitResult(token, body, traceparent));
+        const accepted = await session.call((token) =>
+          client.submitResult(token, body, traceparent),
+        );
         // 'answered': the gateway knew ackToken (acked true or false); 'accepted': an older one.
-        return accepted.acked === undefined ? 'accepted' : 'answered';
+        if (accepted.acked === undefined) return 'accepted';
+        return accepted.next === undefined ? 'answered' : { next: accepted.next };
       } catch (err) {
         if (!isRetryable(err)) {
           logger.error('result rejected by the server', { ...fields, error: describe(err) });

@@ -175,6 +175,8 @@ export interface StageResultSubmit {
   appendedStages?: AppendedStage[];
   /** The pull token to acknowledge once the result is accepted (decision 0098). */
   ackToken?: string;
+  /** Extension (decision 0100): once accepted, pull this queue once without waiting. */
+  next?: { queue: string; lease?: { workerId: string } };
 }
 
 export interface StageResultAccepted {
@@ -183,6 +185,8 @@ export interface StageResultAccepted {
   executionId: string;
   /** Whether the server acknowledged ackToken; undefined when it does not know the field. */
   acked?: boolean;
+  /** The delivery pulled for `next`; null when none was; undefined when the server does not know the field. */
+  next?: PullJobResponse | null;
 }
 
 /** Protocol limits the SDK enforces before sending (api-spec.md "Limits", addendum §13). */

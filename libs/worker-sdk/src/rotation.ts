@@ -43,6 +43,14 @@ export class Rotation {
     return { route, wait, done };
   }
 
+  /**
+   * The queue a result's pull asks for (decision 0100), in the same round-robin order. That pull
+   * never waits, so it is not counted as polling.
+   */
+  pickNext(): Route {
+    return this.pick();
+  }
+
   private pick(): Route {
     const n = this.routes.length;
     for (let k = 0; k < n; k++) {

@@ -216,6 +216,48 @@ describe('lease on pull and ack with the result (decision 0098)', () => {
   });
 });
 
+describe('the next pull with the result (decision 0100)', () => {
+  it('with a backlog, each result brings the next delivery: one pull for three stages, no ack calls', async () => {
+    const { gw } = h;
+    gw.extensions = true;
+    const messages = [gw.enqueue('job'), gw.enqueue('job'), gw.enqueue('job')];
+    const ran: number[] = [];
+    await h.start({ job: (ctx) => void ran.push(ctx.stage.stageId) }, { concurrency: 1 });
+    await gw.until(() => gw.acks.length === 3);
+    expect(ran).toEqual(messages.map((m) => m.stageId));
+    expect(gw.calls('/jobs/pull').filter((p) => p.status === 200)).toHaveLength(1);
+    expect(gw.calls('/jobs/ack')).toHaveLength(0);
+    expect(gw.calls(/\/lease\/acquire$/)).toHaveLength(0);
+    const results = messages.map((m) => gw.calls(`/stages/${m.stageId}/result`)[0]?.body);
+    // Each result asked for the next delivery of the queue, with its lease; the last found none.
+    for (const body of results) {
+      expect(body?.next).toEqual({ queue: gw.queueOf('job'), lease: { workerId: 'worker-id-1' } });
+    }
+    expect(gw.acks.map((a) => a.requeue)).toEqual([false, false, false]);
+  });
+
+  it('a delivery the pull waited for carries no next: the queue was empty, so a pull would only find it empty', async () => {
+    const { gw } = h;
+    gw.extensions = true;
+    await h.start({ job: () => 'done' }, { concurrency: 1 });
+    await gw.until(() => gw.calls('/jobs/pull').length >= 1);
+    await delay(120);
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    expect(gw.calls(`/stages/${message.stageId}/result`)[0]?.body.next).toBeUndefined();
+  });
+
+  it('a gateway that ignores next (no acked, no next) still gets every stage through its pulls', async () => {
+    const { gw } = h;
+    const messages = [gw.enqueue('job'), gw.enqueue('job')];
+    await h.start({ job: () => 'done' }, { concurrency: 1 });
+    await gw.until(() => gw.acks.length === 2);
+    expect(gw.calls('/jobs/pull').filter((p) => p.status === 200)).toHaveLength(2);
+    expect(gw.calls('/jobs/ack')).toHaveLength(2);
+    expect(messages.map((m) => gw.calls(`/stages/${m.stageId}/result`)).every((r) => r.length === 1)).toBe(true);
+  });
+});
+
 describe('handler outcomes', () => {
   async function outcome(handler: (ctx: HandlerContext) => unknown, fields = {}) {
     const { gw } = h;

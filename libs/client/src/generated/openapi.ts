@@ -1053,6 +1053,15 @@ export type components = {
     PullLeaseRequest: {
       workerId: string;
     };
+    /**
+     * PullNextRequest
+     * @description Extension: once the result is accepted (and its ackToken acknowledged), pull this queue once without waiting, as POST /jobs/pull with waitSeconds 0 would; the answer is the response next.
+     */
+    PullNextRequest: {
+      /** @description app_{applicationId}_{handler}_StageNext */
+      queue: string;
+      lease?: components['schemas']['PullLeaseRequest'];
+    };
     /** ResultContextItem */
     ResultContextItem: {
       key: string;
@@ -1465,6 +1474,8 @@ export type components = {
       executionId: string;
       /** @description extension: present when the result carried ackToken; whether that delivery was acknowledged */
       acked?: boolean;
+      /** @description extension: present when the result carried next; the delivery pulled, or null when none was taken (empty queue, a pull limit, the broker): pull as usual */
+      next?: components['schemas']['PullJobResponse'] | null;
     };
     /** StageResultLog */
     StageResultLog: {
@@ -1507,6 +1518,7 @@ export type components = {
       appendedStages?: components['schemas']['StageInfo'][];
       /** @description extension: the pull token to acknowledge (requeue=false) once the result is accepted */
       ackToken?: string;
+      next?: components['schemas']['PullNextRequest'];
     };
     /**
      * StageStatusCounts

@@ -1,6 +1,8 @@
 import { Forbidden, NotFound } from '@po/domain';
-import { limits, parseStageQueueName } from '@po/contracts';
-import { pickupLatency, pullWait, rememberSensitiveItems } from '@po/telemetry';
+import { limits, parseStageQueueName, type PullJobResponse, type PullNextRequest } from '@po/contracts';
+import { pickupLatency, pullWait, rememberSensitiveItems, withTraceparent } from '@po/telemetry';
+import type { Deps } from '../deps.js';
+import { leaseOnPull, type LeaseResponse } from '../leases/operations.js';
 import type { Deliveries, Delivery } from './deliveries.js';
 import { pullTraceparent } from './observe.js';
 
@@ -16,6 +18,13 @@ function ownQueue(queue: string, applicationId: number): boolean {
   return parsed !== undefined && parsed.applicationId === applicationId && [...parsed.handler].length <= limits.stageHandlerNameChars;
 }
 
+/** 403 unless `queue` is one of the application's own StageNext queues (addendum §15). */
+export function checkOwnQueue(queue: string, applicationId: number): void {
+  if (!ownQueue(queue, applicationId)) {
+    throw new Forbidden(`Queue ${queue.slice(0, 400)} is not one of this application's StageNext queues.`);
+  }
+}
+
 /**
  * POST /jobs/pull: only the application's own `app_{id}_{handler}_StageNext` queues (addendum §15);
  * a handler longer than any stage may have is outside that pattern too. A delivery comes with the
@@ -27,9 +36,7 @@ export async function pullJob(
   request: { queue: string; waitSeconds?: number },
   signal: AbortSignal,
 ): Promise<{ delivery: Delivery; traceparent: string } | null> {
-  if (!ownQueue(request.queue, applicationId)) {
-    throw new Forbidden(`Queue ${request.queue.slice(0, 400)} is not one of this application's StageNext queues.`);
-  }
+  checkOwnQueue(request.queue, applicationId);
   const started = Date.now();
   const delivery = await deliveries.pull(request.queue, applicationId, request.waitSeconds ?? 0, signal);
   pullWait()
@@ -42,6 +49,59 @@ export async function pullJob(
   // The payload holds the real context values: the logger censors the sensitive ones from now on.
   rememberSensitiveItems(delivery.payload.pipelineContextItems);
   return { delivery, traceparent: pullTraceparent(delivery) };
+}
+
+/** PullJobResponse as this process builds it. */
+export type DeliveryAnswer = Omit<PullJobResponse, 'lease'> & { lease?: LeaseResponse | null };
+
+/**
+ * The PullJobResponse of a delivery. With `leaseAs` (decision 0098) the delivered stage's lease is
+ * acquired for that worker under the delivery's stage.pull span, as the worker's own acquire would
+ * be; null when that got no answer, nothing when the client is gone.
+ */
+export async function deliveryResponse(
+  deps: Deps,
+  pulled: { delivery: Delivery; traceparent: string },
+  lease: { sessionToken: string; workerId: string } | undefined,
+  signal: AbortSignal,
+): Promise<DeliveryAnswer> {
+  const { delivery, traceparent } = pulled;
+  const answer =
+    lease && !signal.aborted
+      ? ((await withTraceparent(traceparent, () => leaseOnPull(deps, lease.sessionToken, delivery.payload, lease.workerId))) ?? null)
+      : undefined;
+  return {
+    token: delivery.token,
+    queue: delivery.queue,
+    payload: delivery.payload,
+    messageId: delivery.messageId,
+    headers: { traceparent },
+    ...(answer === undefined ? {} : { lease: answer }),
+  };
+}
+
+/**
+ * The pull a result carries (decision 0100), once the result is accepted: one fetch, no wait. The
+ * result's 202 stands whatever happens here, so a limit (429), a broker failure or an empty queue
+ * all answer null, and the worker pulls as usual. The queue was checked before the result was taken.
+ */
+export async function pullNext(
+  deps: Deps,
+  deliveries: Deliveries,
+  applicationId: number,
+  next: PullNextRequest,
+  sessionToken: string,
+  signal: AbortSignal,
+): Promise<DeliveryAnswer | null> {
+  try {
+    const pulled = await pullJob(deliveries, applicationId, { queue: next.queue, waitSeconds: 0 }, signal);
+    if (!pulled) return null;
+    const lease = next.lease ? { sessionToken, workerId: next.lease.workerId } : undefined;
+    return await deliveryResponse(deps, pulled, lease, signal);
+  } catch (err) {
+    deps.logger.debug({ err, queue: next.queue }, 'pull with a result took nothing; the worker pulls as usual');
+    return null;
+  }
 }
 
 /** POST /jobs/ack: the token alone authorises it; 404 when this process does not hold it. */

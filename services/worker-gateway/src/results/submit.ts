@@ -74,10 +74,13 @@ export async function stageOfResult(
   return readStageOwner(deps, caller, stageId);
 }
 
-/** The ack token is a credential for this process only: it does not travel with the result. */
+/**
+ * The ack token is a credential for this process only, and the pull a result carries is this
+ * request's business (decisions 0098, 0100): neither travels with the result.
+ */
 function withoutAckToken(body: StageResultSubmit): StageResultSubmit {
-  if (body.ackToken === undefined) return body;
-  const { ackToken: _token, ...result } = body;
+  if (body.ackToken === undefined && body.next === undefined) return body;
+  const { ackToken: _token, next: _next, ...result } = body;
   return result;
 }
 

@@ -9,11 +9,9 @@ import {
 } from '@po/http';
 import { bodyLimits, validateAck, validatePull, type AckJobRequest, type PullJobRequest } from '@po/contracts';
 import { Unauthorized } from '@po/domain';
-import { withTraceparent } from '@po/telemetry';
 import type { Deliveries } from '../../deliveries/deliveries.js';
-import { ackJob, pullJob } from '../../deliveries/operations.js';
+import { ackJob, deliveryResponse, pullJob } from '../../deliveries/operations.js';
 import type { Deps } from '../../deps.js';
-import { leaseOnPull } from '../../leases/operations.js';
 
 export function jobRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKeyResolver): Router {
   const router = createRouter();
@@ -32,21 +30,8 @@ export function jobRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKey
     ctx.res.once('close', onClose);
     const pulled = await pullJob(deliveries, ctx.state.applicationId!, request, gone.signal);
     if (!pulled) return sendEmpty(ctx, 204);
-    const { delivery, traceparent } = pulled;
-    const leaseAs = request.lease?.workerId;
-    // Under the delivery's stage.pull span, as the worker's own acquire call would be.
-    const lease =
-      leaseAs && !gone.signal.aborted
-        ? ((await withTraceparent(traceparent, () => leaseOnPull(deps, sessionToken, delivery.payload, leaseAs))) ?? null)
-        : undefined;
-    sendJson(ctx, 200, {
-      token: delivery.token,
-      queue: delivery.queue,
-      payload: delivery.payload,
-      messageId: delivery.messageId,
-      headers: { traceparent },
-      ...(lease === undefined ? {} : { lease }),
-    });
+    const lease = request.lease ? { sessionToken, workerId: request.lease.workerId } : undefined;
+    sendJson(ctx, 200, await deliveryResponse(deps, pulled, lease, gone.signal));
   });
   router.post('/jobs/ack', jsonBody(validateAck, limit), async (ctx) => {
     await ackJob(deliveries, ctx.state.body as AckJobRequest);

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { NotFound } from '@po/domain';
 import {
@@ -19,6 +20,7 @@ import {
   type StageResultSubmit,
 } from '@po/contracts';
 import type { Deliveries } from '../../deliveries/deliveries.js';
+import { checkOwnQueue, pullNext } from '../../deliveries/operations.js';
 import type { Deps } from '../../deps.js';
 import { lease } from '../../leases/operations.js';
 import { checkResultCredentials, type ResultCredentials } from '../../results/credentials.js';
@@ -40,6 +42,15 @@ const workerStagePath: Middleware<AppState> = async (ctx, next) => {
   if (!/^[0-9]+$/.test(rawStageId(ctx))) throw new NotFound('No such route.');
   await next();
 };
+
+/** Aborts when the client goes away before its answer was written. */
+function closed(ctx: { res: ServerResponse }): AbortSignal {
+  const gone = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) gone.abort();
+  });
+  return gone.signal;
+}
 
 export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKeyResolver): Router {
   const router = createRouter();
@@ -77,11 +88,15 @@ export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiK
       const caller = (ctx.state as { caller?: ResultCredentials }).caller!;
       const body = ctx.state.body as StageResultSubmit;
       const stageId = ctx.state.params.stageId as number;
+      // A pull the result carries is refused with the whole request, before the result is taken.
+      if (body.next) checkOwnQueue(body.next.queue, caller.applicationId);
       const stage = await stageOfResult(deps, deliveries, caller, stageId, body);
       const accepted = await submitResult(deps, caller, stage, stageId, body);
       // Decision 0098: the ack the worker would send next, done here once the result is confirmed.
-      const acked = body.ackToken === undefined ? undefined : await ackAfterResult(deps, deliveries, body.ackToken);
-      sendJson(ctx, 202, acked === undefined ? accepted : { ...accepted, acked });
+      const acked = body.ackToken === undefined ? {} : { acked: await ackAfterResult(deps, deliveries, body.ackToken) };
+      // Decision 0100: and the pull it would send after that.
+      const next = body.next ? { next: await pullNext(deps, deliveries, caller.applicationId, body.next, ctx.get('x-worker-session'), closed(ctx)) } : {};
+      sendJson(ctx, 202, { ...accepted, ...acked, ...next });
     },
   );
   return router;
