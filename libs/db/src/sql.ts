@@ -18,8 +18,8 @@ export interface Statement {
 const names = new Map<string, { text: string; custom: boolean }>();
 
 /**
- * Declares a statement. By default it is prepared once per connection and, after a few runs,
- * executed with PostgreSQL's generic plan: right for statements that find rows by key.
+ * Declares a statement. By default it is prepared once per connection and executed with
+ * PostgreSQL's generic plan (createDb's pools force it): right for statements that find rows by key.
  * `{ plan: 'custom' }` plans it for its actual parameters every time (one parse and plan per run):
  * for set-based statements over arrays, whose best plan depends on how many rows the arrays hold
  * and on how big the tables are now — a generic plan made while the tables were small (a young
