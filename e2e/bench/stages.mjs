@@ -93,6 +93,8 @@ export async function stageLatencies(db, ids, { received, accepted, published, l
     readyToLeased: [],
     result202ToNextLeased: [],
     readyToDispatched: [],
+    firstStageReadyToPublished: [],
+    nextStageReadyToPublished: [],
     dispatchedToPublished: [],
     publishedToPulled: [],
     pulledToResult202: [],
@@ -119,6 +121,9 @@ export async function stageLatencies(db, ids, { received, accepted, published, l
     push('readyToLeased', readyAt, leased.get(id));
     if (samePipeline) push('result202ToNextLeased', accepted.get(Number(previous.id)), leased.get(id));
     push('readyToDispatched', readyAt, dispatchedAt);
+    // A first stage is dispatched by pipeline-service after the creation; the others by the
+    // result-consumer in the transaction that applies the previous stage's result.
+    push(samePipeline ? 'nextStageReadyToPublished' : 'firstStageReadyToPublished', readyAt, publishedAt);
     push('dispatchedToPublished', dispatchedAt, publishedAt);
     push('publishedToPulled', publishedAt, pulledAt);
     push('pulledToResult202', pulledAt, acceptedAt);
@@ -138,6 +143,8 @@ export async function stageLatencies(db, ids, { received, accepted, published, l
     },
     breakdownMs: {
       readyToDispatched: sum.readyToDispatched,
+      firstStageReadyToPublished: sum.firstStageReadyToPublished,
+      nextStageReadyToPublished: sum.nextStageReadyToPublished,
       dispatchedToPublished: sum.dispatchedToPublished,
       publishedToPulled: sum.publishedToPulled,
       pulledToResult202: sum.pulledToResult202,
