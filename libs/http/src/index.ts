@@ -8,7 +8,7 @@ export { listenMetrics } from './metrics.js';
 export { listen, type RunningServer } from './server.js';
 export { onShutdown, type ShutdownStep } from './shutdown.js';
 export { problemStatus, toProblem } from './problem.js';
-export { sendJson, sendEmpty } from './respond.js';
+export { clientGone, sendJson, sendEmpty } from './respond.js';
 export { createRouter, type Router } from './router.js';
 export {
   cursorSigner,

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 
 export function sendJson(ctx: Context, status: number, body: unknown): void {
@@ -19,4 +20,16 @@ export function sendEmpty(ctx: Context, status: 200 | 204): void {
   ctx.status = 200;
   ctx.body = '';
   ctx.remove('Content-Type');
+}
+
+/**
+ * Aborts when the client goes away before its answer was written: a pull stops waiting, and a
+ * message taken for it goes back rather than to a closed socket.
+ */
+export function clientGone(ctx: { res: ServerResponse }): AbortSignal {
+  const gone = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) gone.abort();
+  });
+  return gone.signal;
 }

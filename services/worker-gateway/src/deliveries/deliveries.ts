@@ -311,13 +311,13 @@ export class Deliveries {
     for (const [queue, feed] of this.feeds) if (feed.blocked && feed.waiters.length > 0) this.kick(queue, feed);
   }
 
-  /** Ack (requeue=false completes; requeue=true returns the same message at once). False when not held here. */
   /** The message of a delivery this process holds and whose visibility timeout has not passed. */
   heldMessage(token: string): StageNextMessage | undefined {
     const held = this.held.get(token);
     return held && held.expiresAt > this.now() ? held.message.job.data : undefined;
   }
 
+  /** Ack (requeue=false completes; requeue=true returns the same message at once). False when not held here. */
   async ack(token: string, requeue: boolean): Promise<boolean> {
     const held = this.held.get(token);
     if (!held) return false;

@@ -55,9 +55,9 @@ export async function pullJob(
 export type DeliveryAnswer = Omit<PullJobResponse, 'lease'> & { lease?: LeaseResponse | null };
 
 /**
- * The PullJobResponse of a delivery. With `leaseAs` (decision 0098) the delivered stage's lease is
+ * The PullJobResponse of a delivery. With `lease` (decision 0098) the delivered stage's lease is
  * acquired for that worker under the delivery's stage.pull span, as the worker's own acquire would
- * be; null when that got no answer, nothing when the client is gone.
+ * be: `lease` null when that got no answer, absent when the client is gone.
  */
 export async function deliveryResponse(
   deps: Deps,

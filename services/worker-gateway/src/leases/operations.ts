@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseDecision, type LeaseView } from '@po/domain';
 import { extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant } from '@po/db';
-import type { Deps } from '../deps.js';
 import { hashSecret } from '@po/http';
+import type { Deps } from '../deps.js';
 import { authenticateSession, type PendingSession } from '../sessions/auth.js';
 import { recordLease } from './observe.js';
 

@@ -40,7 +40,7 @@ export async function submitResult(
       pipelineId: stage.pipelineId,
       workerId: caller.workerId,
       receivedAt: new Date().toISOString(),
-      result: withoutAckToken(body),
+      result: workerFieldsRemoved(body),
       traceparent: span && traceparentOf(span),
     });
   } catch (err) {
@@ -78,7 +78,7 @@ export async function stageOfResult(
  * The ack token is a credential for this process only, and the pull a result carries is this
  * request's business (decisions 0098, 0100): neither travels with the result.
  */
-function withoutAckToken(body: StageResultSubmit): StageResultSubmit {
+function workerFieldsRemoved(body: StageResultSubmit): StageResultSubmit {
   if (body.ackToken === undefined && body.next === undefined) return body;
   const { ackToken: _token, next: _next, ...result } = body;
   return result;

@@ -1,5 +1,6 @@
 import {
   apiKeyAuth,
+  clientGone,
   createRouter,
   jsonBody,
   sendEmpty,
@@ -18,20 +19,16 @@ export function jobRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKey
   // Ack has no credentials, so its body is read for anyone: both bodies are a queue name or a token.
   const limit = Math.min(bodyLimits.small, deps.config.maxBodyBytes);
   router.post('/jobs/pull', apiKeyAuth(resolveKey), jsonBody(validatePull, limit), async (ctx) => {
-    // Stop waiting (and hand a late message back) when the client goes away mid-poll.
     const request = ctx.state.body as PullJobRequest;
     const sessionToken = ctx.get('x-worker-session');
     // A lease asked for without a session could never be granted: refuse before taking a message.
     if (request.lease && !sessionToken) throw new Unauthorized('Missing X-Worker-Session header.');
-    const gone = new AbortController();
-    const onClose = () => {
-      if (!ctx.res.writableFinished) gone.abort();
-    };
-    ctx.res.once('close', onClose);
-    const pulled = await pullJob(deliveries, ctx.state.applicationId!, request, gone.signal);
+    // Stop waiting (and hand a late message back) when the client goes away mid-poll.
+    const gone = clientGone(ctx);
+    const pulled = await pullJob(deliveries, ctx.state.applicationId!, request, gone);
     if (!pulled) return sendEmpty(ctx, 204);
     const lease = request.lease ? { sessionToken, workerId: request.lease.workerId } : undefined;
-    sendJson(ctx, 200, await deliveryResponse(deps, pulled, lease, gone.signal));
+    sendJson(ctx, 200, await deliveryResponse(deps, pulled, lease, gone));
   });
   router.post('/jobs/ack', jsonBody(validateAck, limit), async (ctx) => {
     await ackJob(deliveries, ctx.state.body as AckJobRequest);

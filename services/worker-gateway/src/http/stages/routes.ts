@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { NotFound } from '@po/domain';
 import {
   apiKeyAuth,
+  clientGone,
   createRouter,
   jsonBody,
   pathParam,
@@ -42,15 +42,6 @@ const workerStagePath: Middleware<AppState> = async (ctx, next) => {
   if (!/^[0-9]+$/.test(rawStageId(ctx))) throw new NotFound('No such route.');
   await next();
 };
-
-/** Aborts when the client goes away before its answer was written. */
-function closed(ctx: { res: ServerResponse }): AbortSignal {
-  const gone = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) gone.abort();
-  });
-  return gone.signal;
-}
 
 export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKeyResolver): Router {
   const router = createRouter();
@@ -95,7 +86,7 @@ export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiK
       // Decision 0098: the ack the worker would send next, done here once the result is confirmed.
       const acked = body.ackToken === undefined ? {} : { acked: await ackAfterResult(deps, deliveries, body.ackToken) };
       // Decision 0100: and the pull it would send after that.
-      const next = body.next ? { next: await pullNext(deps, deliveries, caller.applicationId, body.next, ctx.get('x-worker-session'), closed(ctx)) } : {};
+      const next = body.next ? { next: await pullNext(deps, deliveries, caller.applicationId, body.next, ctx.get('x-worker-session'), clientGone(ctx)) } : {};
       sendJson(ctx, 202, { ...accepted, ...acked, ...next });
     },
   );
