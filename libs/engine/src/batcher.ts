@@ -20,6 +20,11 @@ export class Batcher<I, O> {
     });
   }
 
+  /** Items submitted and not yet taken into a batch. */
+  get backlog(): number {
+    return this.waiting.length;
+  }
+
   /** Resolves once nothing is waiting or running (shutdown). */
   drain(): Promise<void> {
     if (this.running === 0 && this.waiting.length === 0) return Promise.resolve();

@@ -4,6 +4,8 @@ import type { TokenBucketLimits } from '@po/domain';
 export interface ApiGatewayConfig extends CommonConfig {
   maxBodyBytes: number;
   cancelTimeoutSeconds: number;
+  /** APP_MAX_ACTIVE_STAGES: the first pass of a new pipeline throttles like pipeline-service's (decision 0102). */
+  maxActiveStages: number;
   /** Anonymous POST /logs, per client address (decision 0083); rate 0 = no limit. */
   logsAnonLimit: TokenBucketLimits;
   build: { version: string; commit: string | null; builtAt: string | null };
@@ -42,6 +44,7 @@ export function parseConfig(env: Record<string, string | undefined>): ApiGateway
     ...commonConfig(read, 8080),
     maxBodyBytes: read.int('API_MAX_BODY_BYTES', 33_554_432, { min: 1024 }),
     cancelTimeoutSeconds: read.int('CANCEL_TIMEOUT_SECONDS', 10, { min: 1 }),
+    maxActiveStages: read.int('APP_MAX_ACTIVE_STAGES', 0, { min: 0 }),
     logsAnonLimit: {
       ratePerMinute: read.int('LOGS_ANON_RATE_PER_MINUTE', LOGS_ANON_DEFAULTS.ratePerMinute, { min: 0, max: 1_000_000 }),
       burst: read.int('LOGS_ANON_BURST', LOGS_ANON_DEFAULTS.burst, { min: 1, max: 1_000_000 }),

@@ -2,6 +2,7 @@ import type { ApiKeyCache, Db, DbOrTx, Sql } from '@po/db';
 import type { CursorSigner } from '@po/http';
 import type { PipelineEvent, PipelineEventsProducer, StageNextDepth } from '@po/queues';
 import type { Logger } from '@po/telemetry';
+import type { FirstPasses } from './pipelines/first-pass.js';
 
 /** What operations need; wired by hand in main.ts, replaced piecewise in tests. */
 export interface Deps {
@@ -11,6 +12,8 @@ export interface Deps {
   /** Valid API keys, cached per process (decision 0063). */
   keys: ApiKeyCache;
   events: PipelineEventsProducer;
+  /** New pipelines' first dispatcher passes, run in this process (decision 0102). */
+  firstPasses: FirstPasses;
   logger: Logger;
   clock: () => Date;
   cancelTimeoutSeconds: number;

@@ -2,17 +2,22 @@ import './instrument.js';
 import { loadConfig } from '@po/config';
 import { API_KEY_CACHE, createApiKeyCache, createDb, readCursorSecret, sqlOf } from '@po/db';
 import { lazyCursorSigner, listen, listenMetrics, onShutdown } from '@po/http';
-import { createPipelineEventsProducer, createRedis, pingRedis, readStageNextDepths } from '@po/queues';
+import { Engine } from '@po/engine';
+import { createPipelineEventsProducer, createRedis, createStageNextPublisher, pingRedis, readStageNextDepths } from '@po/queues';
 import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { dashboardDistDir } from './http/dashboard/dist.js';
+import { createFirstPasses } from './pipelines/first-pass.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
 const db = createDb(config.databaseUrl, { max: config.databasePoolMax, ca: config.databaseCa });
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
+const publisher = createStageNextPublisher(redis, config.queuePrefix);
+const engine = new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages });
+const firstPasses = createFirstPasses(engine, logger);
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
 const cursors = lazyCursorSigner(() => readCursorSecret(sqlOf(db)));
 
@@ -22,6 +27,7 @@ const app = buildApp(
     sql: sqlOf(db),
     keys,
     events,
+    firstPasses,
     logger,
     clock: () => new Date(),
     cancelTimeoutSeconds: config.cancelTimeoutSeconds,
@@ -38,7 +44,8 @@ logger.info({ port: server.port, metricsPort: metrics.port }, 'api-gateway liste
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
-  ['event producer', () => events.close()],
+  ['first passes', () => firstPasses.drain()],
+  ['producers', async () => Promise.all([events.close(), publisher.close()])],
   ['redis', async () => void (await redis.quit())],
   ['key cache', () => keys.close()],
   ['postgres', () => db.$disconnect()],

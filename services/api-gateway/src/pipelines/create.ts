@@ -24,12 +24,15 @@ function plan(definition: PipelineDefinitionInput, origin: { applicationId: numb
 }
 
 /**
- * The pipeline's first span (tracing on only): the dispatcher makes each stage's span its child
- * through the traceparent of the pipeline.created event.
+ * Dispatches a committed creation: its first pass runs in this process (decision 0102), or, when
+ * too many wait or the pass fails, pipeline-service runs it after a `pipeline.created` event.
+ * The pipeline's first span (tracing on only) is the cause the dispatch spans link to.
  */
-export async function announceCreated(deps: Deps, pipeline: NewPipeline, pipelineId: number, startTime: number): Promise<void> {
+export async function dispatchCreated(deps: Deps, pipeline: NewPipeline, pipelineId: number, startTime: number): Promise<void> {
   const span: Span | undefined = startPipelineSpan('pipeline.create', { traceId: pipeline.traceId, applicationId: pipeline.applicationId, id: pipelineId }, startTime);
-  await announce(deps, { type: 'pipeline.created', applicationId: pipeline.applicationId, pipelineId, traceparent: span && traceparentOf(span) });
+  const cause = span && traceparentOf(span);
+  const handOver = () => announce(deps, { type: 'pipeline.created', applicationId: pipeline.applicationId, pipelineId, traceparent: cause });
+  if (!deps.firstPasses.start(pipelineId, cause, handOver)) await handOver();
   span?.end();
 }
 
@@ -44,7 +47,7 @@ export async function createLegacyPipeline(
   const pipeline = plan(definition, { applicationId }, requestTraceId);
   const record = await createPipeline(deps.sql, pipeline, deps.clock());
   if (!record) throw new Error('a creation without idempotency key inserted nothing');
-  await announceCreated(deps, pipeline, record.id, started);
+  await dispatchCreated(deps, pipeline, record.id, started);
   return pipelineResponse(record);
 }
 
@@ -73,7 +76,7 @@ export async function createIdempotentPipeline(
 
   const created = await createPipeline(deps.sql, pipeline, deps.clock(), intentHash);
   if (created) {
-    await announceCreated(deps, pipeline, created.id, started);
+    await dispatchCreated(deps, pipeline, created.id, started);
     return { created: true, wasExisting: false, pipeline: pipelineResponse(created) };
   }
   const existing = await readPipelineByKey(deps.sql, applicationId, key);

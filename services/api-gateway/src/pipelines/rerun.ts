@@ -1,13 +1,13 @@
 import { NotFound, PipelineNotTerminal, isTerminalPipeline, newTraceId, normaliseOptions, type NewPipeline, type StageOptions } from '@po/domain';
 import { createPipeline, lockPipelineForRerun, readRerunSource, type RerunSource } from '@po/db';
 import type { Deps } from '../deps.js';
-import { announceCreated } from './create.js';
+import { dispatchCreated } from './create.js';
 import { pipelineResponse, type PipelineResponse } from './view.js';
 
 /**
  * POST /pipelines/{pipelineId}/rerun (decision 0089): a new pipeline from the definition a
  * terminal pipeline was created with, made by the creation statement of POST /pipelines and
- * announced (pipeline.created) after commit. What it repeats:
+ * dispatched after commit like any creation. What it repeats:
  *
  * - the name, policies and keywords;
  * - the stages the pipeline was created with, in order, with their inputs and options (stages
@@ -34,7 +34,7 @@ export async function rerunPipeline(deps: Deps, applicationId: number, pipelineI
     if (!created) throw new Error('a rerun inserted nothing');
     return { pipeline: planned, record: created };
   });
-  await announceCreated(deps, pipeline, record.id, started);
+  await dispatchCreated(deps, pipeline, record.id, started);
   return pipelineResponse(record);
 }
 

@@ -1,7 +1,14 @@
 import { Writable } from 'node:stream';
 import { API_KEY_CACHE, createApiKeyCache, readCursorSecret, sqlOf, type Db } from '@po/db';
 import { lazyCursorSigner, listen } from '@po/http';
-import { createPipelineEventsProducer, createRedis, readStageNextDepths, type PipelineEventsProducer } from '@po/queues';
+import { Engine } from '@po/engine';
+import {
+  createPipelineEventsProducer,
+  createRedis,
+  createStageNextPublisher,
+  readStageNextDepths,
+  type PipelineEventsProducer,
+} from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import {
   TEST_REDIS_URL,
@@ -13,6 +20,12 @@ import { runAdmin } from '../admin/commands.js';
 import { buildApp } from '../app.js';
 import { LOGS_ANON_DEFAULTS, type ApiGatewayConfig } from '../config.js';
 import type { Deps } from '../deps.js';
+import {
+  FIRST_PASS_DEFAULTS,
+  announceOnly,
+  createFirstPasses,
+  type FirstPassOptions,
+} from '../pipelines/first-pass.js';
 
 export interface Reply {
   status: number;
@@ -40,6 +53,12 @@ export async function startGateway(
     /** The dashboard's build to serve under /ui/ (default: none, so /ui/ is a 404). */
     dashboardDistDir?: string | null;
     traceUrlTemplate?: string | null;
+    /**
+     * Run new pipelines' first passes in the gateway, as the product does (decision 0102); by
+     * default they are announced to pipeline-service, which these tests do not run, so stages
+     * stay as the requests under test left them.
+     */
+    firstPasses?: boolean | (Partial<FirstPassOptions> & { maxActiveStages?: number });
   } = {},
 ) {
   const database = await createTestDatabase();
@@ -57,11 +76,21 @@ export async function startGateway(
   const logger = createLogger({ service: 'api-gateway', level: 'debug', destination });
   const db: Db = database.db;
   const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
+  const publisher = createStageNextPublisher(redis, prefix);
+  const passOptions = overrides.firstPasses === true ? {} : overrides.firstPasses || null;
+  const firstPasses = passOptions
+    ? createFirstPasses(
+        new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: passOptions.maxActiveStages ?? 0 }),
+        logger,
+        { ...FIRST_PASS_DEFAULTS, ...passOptions },
+      )
+    : announceOnly;
   const deps: Deps = {
     db,
     sql: sqlOf(db),
     keys,
     events,
+    firstPasses,
     logger,
     clock: overrides.clock ?? (() => new Date()),
     cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10,
@@ -140,8 +169,10 @@ export async function startGateway(
     call,
     async close() {
       await server.close();
+      await firstPasses.drain();
       await keys.close();
       await events.close();
+      await publisher.close();
       await cleanupRedisPrefix(prefix);
       await redis.quit();
       await database.drop();
