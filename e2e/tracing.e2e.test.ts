@@ -94,7 +94,7 @@ describe('one trace per pipeline, and metrics that move', () => {
     expect(outside.map((s) => [s.name, s.parentSpanId])).toEqual([['POST /pipelines/idempotent', clientSpan]]);
 
     // Every process of a stage's path took part.
-    expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['api-gateway', 'pipeline-service', 'worker-gateway', 'result-consumer', 'example-worker']));
+    expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['api-gateway', 'worker-gateway', 'result-consumer', 'example-worker']));
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     const ancestors = (span: SpanLine): SpanLine[] => {
       const out: SpanLine[] = [];
@@ -103,9 +103,10 @@ describe('one trace per pipeline, and metrics that move', () => {
     };
     expect(named(trace, 'pipeline.create')[0]).toMatchObject({ service: 'api-gateway', attributes: { 'pipeline.id': pipeline.id, 'application.id': applicationId } });
     for (const [index, stage] of (pipeline.stages as { id: number; spanId: string }[]).entries()) {
-      // The first stage is dispatched by pipeline-service after creation; the second by
-      // result-consumer, in the transaction that applied the first one's result (decision 0061).
-      const dispatcher = index === 0 ? 'pipeline-service' : 'result-consumer';
+      // The first stage is dispatched by the api-gateway that created the pipeline (decision 0102);
+      // the second by result-consumer, in the transaction that applied the first one's result
+      // (decision 0061).
+      const dispatcher = index === 0 ? 'api-gateway' : 'result-consumer';
       // The stage's stored spanId is its span; each hop of the stage is below it.
       const stageSpan = trace.find((s) => s.spanId === stage.spanId);
       expect(stageSpan).toMatchObject({ name: 'pipeline.stage', service: dispatcher, attributes: { 'stage.id': stage.id, 'stage.handler': 'echo' } });
@@ -209,13 +210,16 @@ describe('one trace per pipeline, and metrics that move', () => {
       const [gateway, dispatcher, workers, consumer, scheduler] = await Promise.all(
         ['api-gateway', 'pipeline-service', 'worker-gateway', 'result-consumer', 'scheduler-service'].map((s) => scrape(url(s))),
       );
+      const dispatched = (metric: string) =>
+        moved('api-gateway', gateway!, metric) + moved('pipeline-service', dispatcher!, metric) + moved('result-consumer', consumer!, metric);
       const checks: [string, boolean][] = [
         ['http requests', moved('api-gateway', gateway!, 'po_http_request_duration_seconds_count', { method: 'POST', route: '/pipelines/idempotent', status: '201' }) >= 3],
         ['process metrics', hasMetric(gateway!, 'process_cpu_user_seconds_total')],
-        // A pipeline's first stages are dispatched by pipeline-service, the stages a result unblocks
-        // by result-consumer in the same transaction as the result (decision 0061).
-        ['stages dispatched', moved('pipeline-service', dispatcher!, 'po_stages_dispatched_total') + moved('result-consumer', consumer!, 'po_stages_dispatched_total') >= 7],
-        ['dispatch latency', moved('pipeline-service', dispatcher!, 'po_dispatch_latency_seconds_count') + moved('result-consumer', consumer!, 'po_dispatch_latency_seconds_count') >= 7],
+        // A pipeline's first stages are dispatched by the api-gateway that created it (decision
+        // 0102) or, for a schedule's, by pipeline-service; the stages a result unblocks by
+        // result-consumer in the same transaction as the result (decision 0061).
+        ['stages dispatched', dispatched('po_stages_dispatched_total') >= 7],
+        ['dispatch latency', dispatched('po_dispatch_latency_seconds_count') >= 7],
         ['queue depth', hasMetric(dispatcher!, 'po_stagenext_queue_messages', { queue, state: 'waiting' })],
         ['queue age', hasMetric(dispatcher!, 'po_stagenext_queue_oldest_age_seconds', { queue })],
         ['pull wait', moved('worker-gateway', workers!, 'po_pull_wait_seconds_count', { result: 'message' }) >= 7],
