@@ -249,6 +249,25 @@ describe('Deliveries', () => {
     expect(await Promise.all(pulls.slice(1))).toEqual(Array(7).fill(null));
   });
 
+  it('pulls that join a queue found empty wait with the others for its wake-up instead of fetching; one asking a single attempt still fetches', async () => {
+    const { fetcher, deliveries } = setup({ maxInflight: 100, pollIntervalMs: 10_000 });
+    const first = deliveries.pull('q', APP, 5, never);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(fetcher.fetches).toBe(1);
+    const later = Array.from({ length: 5 }, () => deliveries.pull('q', APP, 5, never));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(fetcher.fetches).toBe(1);
+    expect(await deliveries.pull('q', APP, 0, never)).toBeNull();
+    expect(fetcher.fetches).toBe(2);
+    // The wake-up serves them in arrival order, and the queue is asked again as it fills.
+    fetcher.queue.push(message('a'), message('b'));
+    deliveries.wake('q');
+    expect((await first)?.messageId).toBe('a');
+    expect((await later[0])?.messageId).toBe('b');
+    deliveries.stopWaiting();
+    expect(await Promise.all(later.slice(1))).toEqual(Array(4).fill(null));
+  });
+
   it('a wake-up that arrives during a fetch is not lost: the loop fetches again', async () => {
     const { fetcher, deliveries } = setup({ maxInflight: 100, pollIntervalMs: 10_000 });
     let first = true;

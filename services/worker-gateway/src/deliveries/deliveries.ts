@@ -63,6 +63,11 @@ interface Feed {
   again: boolean;
   /** The last round found no room (limits): the next release of a delivery starts it again. */
   blocked: boolean;
+  /**
+   * The last round found the queue empty and no wake-up came during it: a pull that joins now
+   * waits for the next wake-up or safety poll with the others instead of asking Redis again.
+   */
+  empty: boolean;
   poll: NodeJS.Timeout | undefined;
   /** The next safety poll's delay: doubles while the queue stays empty, back to the start when a message comes. */
   pollDelayMs: number;
@@ -181,7 +186,8 @@ export class Deliveries {
       };
       feed.waiters.push(waiter);
       app.waiting += 1;
-      this.kick(queue, feed);
+      // One that asked for a single attempt gets it; otherwise a queue known to be empty is not asked again.
+      if (waiter.once || !feed.empty) this.kick(queue, feed);
     });
   }
 
@@ -196,6 +202,7 @@ export class Deliveries {
       fetching: false,
       again: false,
       blocked: false,
+      empty: false,
       poll: undefined,
       pollDelayMs: this.options.pollIntervalMs,
       typicalBytes: 0,
@@ -221,6 +228,7 @@ export class Deliveries {
     feed.poll = undefined;
     feed.fetching = true;
     feed.blocked = false;
+    feed.empty = false;
     void this.serve(queue, feed)
       .catch((err: unknown) => {
         this.logger.warn({ err, queue }, 'fetching deliveries failed');
@@ -279,7 +287,10 @@ export class Deliveries {
         this.unblock();
         // The queue is empty: pulls that asked for one attempt have had it.
         for (const w of [...feed.waiters]) if (w.once) w.resolve(null);
-        if (!feed.again) return;
+        if (!feed.again) {
+          feed.empty = true;
+          return;
+        }
         width = 1;
         full = 0;
       } else {
