@@ -16,7 +16,7 @@ export function parseConfig(env: Record<string, string | undefined>): ResultCons
     ...commonConfig(read, 8084),
     concurrency: read.int('RESULT_CONSUMER_CONCURRENCY', 64, { min: 1, max: 1024 }),
     batchSize: read.int('RESULT_CONSUMER_BATCH', 64, { min: 1, max: 500 }),
-    batchConcurrency: read.int('RESULT_CONSUMER_BATCH_CONCURRENCY', 2, { min: 1, max: 16 }),
+    batchConcurrency: read.int('RESULT_CONSUMER_BATCH_CONCURRENCY', 1, { min: 1, max: 16 }),
     maxActiveStages: read.int('APP_MAX_ACTIVE_STAGES', 0, { min: 0 }),
   };
   read.done();
