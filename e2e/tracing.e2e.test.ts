@@ -221,6 +221,8 @@ describe('one trace per pipeline, and metrics that move', () => {
         ['stages dispatched', dispatched('po_stages_dispatched_total') >= 7],
         ['dispatch latency', dispatched('po_dispatch_latency_seconds_count') >= 7],
         ['queue depth', hasMetric(dispatcher!, 'po_stagenext_queue_messages', { queue, state: 'waiting' })],
+        // api-gateway published the first stages of the pipelines created above (decision 0102).
+        ['queue depth of first stages', hasMetric(gateway!, 'po_stagenext_queue_messages', { queue: `app_${applicationId}_manual_StageNext`, state: 'waiting' })],
         ['queue age', hasMetric(dispatcher!, 'po_stagenext_queue_oldest_age_seconds', { queue })],
         ['pull wait', moved('worker-gateway', workers!, 'po_pull_wait_seconds_count', { result: 'message' }) >= 7],
         ['lease grants', moved('worker-gateway', workers!, 'po_lease_decisions_total', { operation: 'acquire', outcome: 'granted' }) >= 7],

@@ -3,8 +3,15 @@ import { loadConfig } from '@po/config';
 import { API_KEY_CACHE, createApiKeyCache, createDb, readCursorSecret, sqlOf } from '@po/db';
 import { lazyCursorSigner, listen, listenMetrics, onShutdown } from '@po/http';
 import { Engine } from '@po/engine';
-import { createPipelineEventsProducer, createRedis, createStageNextPublisher, pingRedis, readStageNextDepths } from '@po/queues';
-import { createLogger, shutdownTracing } from '@po/telemetry';
+import {
+  createPipelineEventsProducer,
+  createRedis,
+  createStageNextPublisher,
+  createStageNextQueueStats,
+  pingRedis,
+  readStageNextDepths,
+} from '@po/queues';
+import { createLogger, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { dashboardDistDir } from './http/dashboard/dist.js';
@@ -15,7 +22,11 @@ const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
 const db = createDb(config.databaseUrl, { max: config.databasePoolMax, ca: config.databaseCa });
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
-const publisher = createStageNextPublisher(redis, config.queuePrefix);
+// Its first passes publish the first stages of most pipelines: GET /metrics reads the depth and
+// age of those queues, as pipeline-service's does for the queues it publishes to.
+const queueStats = createStageNextQueueStats(redis, config.queuePrefix);
+observeStageNextQueues(() => queueStats.read());
+const publisher = createStageNextPublisher(redis, config.queuePrefix, { onPublished: (queue) => queueStats.note(queue) });
 const engine = new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages });
 const firstPasses = createFirstPasses(engine, logger);
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
@@ -45,7 +56,7 @@ logger.info({ port: server.port, metricsPort: metrics.port }, 'api-gateway liste
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['first passes', () => firstPasses.drain()],
-  ['producers', async () => Promise.all([events.close(), publisher.close()])],
+  ['producers', async () => Promise.all([events.close(), publisher.close(), queueStats.close()])],
   ['redis', async () => void (await redis.quit())],
   ['key cache', () => keys.close()],
   ['postgres', () => db.$disconnect()],
