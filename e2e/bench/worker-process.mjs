@@ -62,7 +62,6 @@ const worker = createWorker({
   handlers: { work: async (ctx) => ctx.input },
   concurrency: config.slots,
   waitSeconds: 20,
-  sendEvents: false,
   fetch: timedFetch,
   logger: {
     debug() {},

@@ -15,6 +15,14 @@ export interface Statement {
   readonly custom?: boolean;
 }
 
+/**
+ * JSON text of a parameter. A lone surrogate becomes U+FFFD, as pg's UTF-8 encoding of a text
+ * parameter makes it: jsonb refuses its `\ud800` escape, which would fail the whole statement.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+export const jsonParam = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? v.replace(LONE_SURROGATE, '\uFFFD') : v));
+
 const names = new Map<string, { text: string; custom: boolean }>();
 
 /**

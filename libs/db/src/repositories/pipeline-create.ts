@@ -1,6 +1,6 @@
 import { newSpanId, type NewPipeline, type NewStage, type PipelineStatus } from '@po/domain';
 import type { DbOrTx } from '../db-types.js';
-import { statement, type Queryable } from '../sql.js';
+import { jsonParam, statement, type Queryable } from '../sql.js';
 import {
   pipelineJson,
   pipelineRecord,
@@ -97,14 +97,6 @@ SELECT p.id, ${pipelineJson('p', { stages: 'new_stages', context: 'new_context',
 FROM pipeline p`;
 
 const CREATE = statement('pipeline_create', CREATE_TEXT);
-
-/**
- * JSON text of a parameter. A lone surrogate becomes U+FFFD, as pg's UTF-8 encoding of a text
- * parameter makes it: jsonb refuses its `\ud800` escape, which would fail the whole creation.
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const jsonParam = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? v.replace(LONE_SURROGATE, '\uFFFD') : v));
 
 const stageItem = (s: NewStage) => ({
   name: s.name,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../generated/prisma/client.js';
 import type { DbOrTx } from '../db-types.js';
+import { jsonParam, statement, type Queryable } from '../sql.js';
 
 export interface BootstrapInput {
   applicationId: number;
@@ -91,19 +92,31 @@ export interface WorkerEventInput {
   data: Record<string, unknown> | null;
 }
 
-export async function insertWorkerEvents(db: DbOrTx, worker: { workerId: string; applicationId: number }, events: WorkerEventInput[]): Promise<void> {
-  await db.workerEvent.createMany({
-    data: events.map((e) => ({
-      workerId: worker.workerId,
-      applicationId: worker.applicationId,
-      kind: e.kind,
-      at: e.at,
-      message: e.message,
-      stageId: e.stageId === null ? null : BigInt(e.stageId),
-      pipelineId: e.pipelineId === null ? null : BigInt(e.pipelineId),
-      data: e.data === null ? undefined : (e.data as Prisma.InputJsonValue),
-    })),
-  });
+/**
+ * One batch of POST /workers/events in one prepared statement: the events travel as one JSON
+ * array. (Prisma's createMany cost the worker-gateway about 15 ms of CPU per batch of 30; with the
+ * SDK's two events per stage that was as much as the rest of a stage's path through it.)
+ */
+const INSERT_WORKER_EVENTS = statement(
+  'worker_events_insert',
+  `INSERT INTO worker_events (worker_id, application_id, kind, at, message, stage_id, pipeline_id, data)
+   SELECT $1::text, $2::int, e.kind, e.at, e.message, e.stage_id, e.pipeline_id, e.data
+   FROM ROWS FROM (jsonb_to_recordset($3::jsonb) AS (kind text, at timestamptz, message text, stage_id bigint, pipeline_id bigint, data jsonb))
+        WITH ORDINALITY AS e(kind, at, message, stage_id, pipeline_id, data, ord)
+   ORDER BY e.ord`,
+);
+
+export async function insertWorkerEvents(sql: Queryable, worker: { workerId: string; applicationId: number }, events: WorkerEventInput[]): Promise<void> {
+  if (events.length === 0) return;
+  const rows = events.map((e) => ({
+    kind: e.kind,
+    at: e.at.toISOString(),
+    message: e.message,
+    stage_id: e.stageId,
+    pipeline_id: e.pipelineId,
+    data: e.data,
+  }));
+  await sql.query(INSERT_WORKER_EVENTS, [worker.workerId, worker.applicationId, jsonParam(rows)]);
 }
 
 /** Shutdown marks the worker Stopped and records a `stopped` event; the token stays valid. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { BrokerUnavailable } from '@po/domain';
-import { bootstrapWorker, insertWorkerEvents, recordHeartbeat, recordShutdown } from '@po/db';
+import { bootstrapWorker, insertWorkerEvents, recordHeartbeat, recordShutdown, sqlOf } from '@po/db';
 import { hashSecret } from '@po/http';
 import { stageQueueName, type BootstrapRequest, type HeartbeatRequest, type WorkerEventsRequest, type ShutdownRequest } from '@po/contracts';
 import type { Deps } from '../deps.js';
@@ -57,7 +57,7 @@ export async function recordEvents(deps: Deps, token: string, body: WorkerEvents
   const now = deps.clock();
   const session = await authenticateSession(deps.db, token, { now, checkExpiry: true, workerId: body.workerId });
   await insertWorkerEvents(
-    deps.db,
+    sqlOf(deps.db),
     session,
     body.events.map((e) => ({
       kind: e.kind,

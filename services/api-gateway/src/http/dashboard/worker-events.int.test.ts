@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile, fleetWorkerEventPageSchema, type FleetWorkerEvent, type FleetWorkerEventPage } from '@po/contracts';
-import { insertWorkerEvents } from '@po/db';
+import { insertWorkerEvents, sqlOf } from '@po/db';
 import { expectProblem } from '@po/testing';
 import { startGateway, type Gateway } from '../../testing/harness.js';
 
@@ -19,7 +19,7 @@ async function worker(applicationId: number, name: string | null): Promise<strin
 }
 
 async function event(applicationId: number, workerId: string, message: string, extra: { pipelineId?: number; data?: Record<string, unknown> } = {}) {
-  await insertWorkerEvents(gw.db, { workerId, applicationId }, [
+  await insertWorkerEvents(sqlOf(gw.db), { workerId, applicationId }, [
     { kind: 'custom', at: new Date(T0), message, stageId: null, pipelineId: extra.pipelineId ?? null, data: extra.data ?? null },
   ]);
 }

@@ -9,7 +9,7 @@ import {
   type WorkerEventRecord,
   type WorkerSummary,
 } from '@po/contracts';
-import { bootstrapWorker, insertWorkerEvents, recordHeartbeat, recordShutdown } from '@po/db';
+import { bootstrapWorker, insertWorkerEvents, recordHeartbeat, recordShutdown, sqlOf } from '@po/db';
 import { expectProblem } from '@po/testing';
 import { runAdmin } from '../../admin/commands.js';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
@@ -171,7 +171,7 @@ describe('GET /workers', () => {
 
   it('a cursor of the events listing is not a workers cursor', async () => {
     const workerId = aWorkers[0]!;
-    await insertWorkerEvents(gw.db, { workerId, applicationId: gw.appA.id }, [
+    await insertWorkerEvents(sqlOf(gw.db), { workerId, applicationId: gw.appA.id }, [
       {
         kind: 'custom',
         at: new Date(T0),
@@ -237,7 +237,7 @@ describe('worker records written by the worker protocol', () => {
       processed: 10,
       failed: 1,
     });
-    await insertWorkerEvents(gw.db, { workerId, applicationId }, [
+    await insertWorkerEvents(sqlOf(gw.db), { workerId, applicationId }, [
       {
         kind: 'stage_started',
         at: new Date(now.getTime() + 6_000),
@@ -363,7 +363,7 @@ describe('GET /workers/{workerId}/events', () => {
     bWorker = await seedWorker(gw.appB.id, { createdAt: T0 + 12_000 });
     // `at` goes backwards while ids go forwards: newest first means newest recorded (id).
     await insertWorkerEvents(
-      gw.db,
+      sqlOf(gw.db),
       { workerId, applicationId: gw.appA.id },
       Array.from({ length: total }, (_, i) => ({
         kind: 'custom',
