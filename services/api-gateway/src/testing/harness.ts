@@ -78,12 +78,12 @@ export async function startGateway(
   const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
   const publisher = createStageNextPublisher(redis, prefix);
   const passOptions = overrides.firstPasses === true ? {} : overrides.firstPasses || null;
+  const { maxActiveStages = 0, ...passLimits } = passOptions ?? {};
   const firstPasses = passOptions
-    ? createFirstPasses(
-        new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: passOptions.maxActiveStages ?? 0 }),
-        logger,
-        { ...FIRST_PASS_DEFAULTS, ...passOptions },
-      )
+    ? createFirstPasses(new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages }), logger, {
+        ...FIRST_PASS_DEFAULTS,
+        ...passLimits,
+      })
     : announceOnly;
   const deps: Deps = {
     db,
