@@ -21,6 +21,7 @@ import type { PipelineEventsProducer, StageNextPublisher, StageResultMessage } f
 import { rememberSensitive, rememberSensitiveItems, traceparentOf, type Logger, type Span } from '@po/telemetry';
 import type { StageNextMessage } from '@po/contracts';
 import { Batch, type EngineItem, type ItemOutcome } from './batch.js';
+import { Batcher } from './batcher.js';
 import { byQueue, stageNextMessage } from './messages.js';
 import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
 
@@ -250,6 +251,17 @@ export class Engine {
     }
     for (const o of outgoing) recordPublished([o.message], o.requestedAt, spans);
   }
+}
+
+/** A dispatcher pass asked for one pipeline; `cause` is the traceparent the dispatch spans link to. */
+export interface PassRequest {
+  pipelineId: number;
+  cause?: string;
+}
+
+/** Passes asked for one by one, run together while the engine is busy (group commit). */
+export function createPassRunner(engine: Engine, options: { maxBatch: number; maxConcurrent: number }): Batcher<PassRequest, ItemOutcome> {
+  return new Batcher((passes) => engine.run(passes.map((p) => ({ kind: 'pass', pipelineId: p.pipelineId, cause: p.cause }))), options);
 }
 
 function groupBy<T, K>(items: readonly T[], key: (t: T) => K): Map<K, T[]> {

@@ -1,7 +1,7 @@
 import './instrument.js';
 import { loadConfig } from '@po/config';
 import { createDb } from '@po/db';
-import { Engine } from '@po/engine';
+import { Engine, createPassRunner } from '@po/engine';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import {
   createPipelineEventsConsumer,
@@ -16,7 +16,6 @@ import { createLogger, observeStageNextQueues, shutdownTracing } from '@po/telem
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { DispatcherDeps } from './dispatcher/deps.js';
-import { createPassRunner } from './dispatcher/dispatch-pipeline.js';
 import { startSweeper } from './dispatcher/sweeper.js';
 import { createEventHandler } from './events/handle-event.js';
 import { startRetention } from './retention/cleanup.js';

@@ -1,4 +1,4 @@
-import { Batcher, type Engine, type ItemOutcome } from '@po/engine';
+import { createPassRunner, type Engine } from '@po/engine';
 import type { Logger } from '@po/telemetry';
 
 /**
@@ -31,10 +31,7 @@ export interface FirstPassOptions {
 export const FIRST_PASS_DEFAULTS: FirstPassOptions = { maxBatch: 64, maxConcurrent: 2, maxWaiting: 1000 };
 
 export function createFirstPasses(engine: Engine, logger: Logger, options: FirstPassOptions = FIRST_PASS_DEFAULTS): FirstPasses {
-  const batcher = new Batcher<{ pipelineId: number; cause?: string }, ItemOutcome>(
-    (items) => engine.run(items.map((i) => ({ kind: 'pass', pipelineId: i.pipelineId, cause: i.cause }))),
-    { maxBatch: options.maxBatch, maxConcurrent: options.maxConcurrent },
-  );
+  const batcher = createPassRunner(engine, { maxBatch: options.maxBatch, maxConcurrent: options.maxConcurrent });
   return {
     start(pipelineId, cause, fallback) {
       if (batcher.backlog >= options.maxWaiting) return false;

@@ -1,4 +1,4 @@
-import { Batcher, type Engine, type ItemOutcome } from '@po/engine';
+import type { Engine } from '@po/engine';
 
 export type PassOutcome = 'dispatched' | 'busy' | 'missing';
 
@@ -15,9 +15,4 @@ export async function dispatchPipeline(
 ): Promise<PassOutcome> {
   const [outcome] = await deps.engine.run([{ kind: 'pass', pipelineId, cause: options.cause }], { skipLocked: options.skipLocked });
   return outcome?.kind === 'pass' ? 'dispatched' : options.skipLocked ? 'busy' : 'missing';
-}
-
-/** Passes asked for by events, run together while the engine is busy (group commit). */
-export function createPassRunner(engine: Engine, options: { maxBatch: number; maxConcurrent: number }): Batcher<{ pipelineId: number; cause?: string }, ItemOutcome> {
-  return new Batcher(async (passes) => engine.run(passes.map((p) => ({ kind: 'pass', pipelineId: p.pipelineId, cause: p.cause }))), options);
 }

@@ -1,4 +1,4 @@
-import type { Batcher, ItemOutcome } from '@po/engine';
+import type { Batcher, ItemOutcome, PassRequest } from '@po/engine';
 import type { PipelineEvent } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 
@@ -7,7 +7,7 @@ import type { Logger } from '@po/telemetry';
  * ended the pipeline (cancel): each is answered with a dispatcher pass, batched with the passes
  * other events asked for meanwhile.
  */
-export function createEventHandler(passes: Batcher<{ pipelineId: number; cause?: string }, ItemOutcome>, logger: Logger): (event: PipelineEvent) => Promise<void> {
+export function createEventHandler(passes: Batcher<PassRequest, ItemOutcome>, logger: Logger): (event: PipelineEvent) => Promise<void> {
   return async (event) => {
     logger.debug({ event: event.type, pipelineId: event.pipelineId }, 'pipeline event received');
     await passes.submit({ pipelineId: event.pipelineId, cause: event.traceparent });
