@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ROOT } from '../../deploy/local/stack.mjs';
+import { benchNode } from './runtime.mjs';
 
 export const ADMIN_URL =
   process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -178,7 +179,7 @@ export async function startBenchCluster({
   const logFiles = {};
   try {
     if (!template)
-      execFileSync(process.execPath, ['libs/db/scripts/migrate.mjs', 'deploy'], {
+      execFileSync(benchNode().path, ['libs/db/scripts/migrate.mjs', 'deploy'], {
         cwd: ROOT,
         env,
         stdio: 'ignore',
@@ -195,7 +196,7 @@ export async function startBenchCluster({
             `--cpu-prof-name=${label}-${service}.cpuprofile`,
           ]
         : [];
-      const child = spawn(process.execPath, [...profile, `services/${program}/dist/main.js`], {
+      const child = spawn(benchNode().path, [...profile, `services/${program}/dist/main.js`], {
         cwd: ROOT,
         env: { ...env, PORT: String(port), METRICS_PORT: String(await freePort()) },
         stdio: ['ignore', out, 'inherit'],
@@ -224,7 +225,7 @@ export async function startBenchCluster({
     }
     const admin = (...args) =>
       JSON.parse(
-        execFileSync(process.execPath, ['services/api-gateway/dist/admin/cli.js', ...args], {
+        execFileSync(benchNode().path, ['services/api-gateway/dist/admin/cli.js', ...args], {
           cwd: ROOT,
           env,
         }).toString(),

@@ -23,6 +23,10 @@
 //   BENCH_LATENCY_SECONDS  length of the latency phase's offered load [20]
 //   BENCH_CREATE_RATE      creations per second in the create phase [50]
 //   BENCH_CREATE_SECONDS   length of the create phase [10]
+//   BENCH_WARMUP_PIPELINES pipelines run through the same cluster before each phase's clock starts,
+//                          and left out of every figure [1000; 0: measure cold processes]
+//   BENCH_NODE             image | current | a node binary: the Node of the services and workers
+//                          [image: the deployed image's Node 24; e2e/bench/runtime.mjs]
 //   BENCH_HISTORY          finished pipelines preloaded in every phase's database [0]; built
 //                          once into a template database kept for later runs (history.mjs)
 //   BENCH_HISTORY_DROP     1: drop cached history templates first
@@ -47,6 +51,7 @@ import { answerCounts, createClosedLoop, createOpenLoop } from './load.mjs';
 import { benchDb, startPgWork } from './pgwork.mjs';
 import { postmasterOf, startResourceMeter } from './resources.mjs';
 import { stageLatencies, waitAllTerminal, waitFirstDispatch } from './stages.mjs';
+import { benchNode } from './runtime.mjs';
 import { startWorkerProcesses } from './workers.mjs';
 
 const num = (name, fallback) => {
@@ -70,6 +75,7 @@ const LATENCY_SECONDS = num('BENCH_LATENCY_SECONDS', 20);
 const CREATE_RATE = num('BENCH_CREATE_RATE', 50);
 const CREATE_SECONDS = num('BENCH_CREATE_SECONDS', 10);
 const HISTORY = num('BENCH_HISTORY', 0);
+const WARMUP = num('BENCH_WARMUP_PIPELINES', 1000);
 const CREATORS = 8;
 const ALL_PHASES = ['saturation', 'latency', 'create'];
 const PHASES = (process.env.BENCH_PHASES ?? ALL_PHASES.join(','))
@@ -130,6 +136,29 @@ const drivers = {
   },
 };
 
+/**
+ * Before a phase's clock starts, WARMUP pipelines go through the cluster it measures (created
+ * closed loop and, with workers, run to their end): the processes were just started, and for their
+ * first ~10 s V8 is still compiling the hot paths (a fifth of their CPU, seen with perf) — a cost a
+ * long-running deployment does not pay per stage. Decision 0104; BENCH_WARMUP_PIPELINES=0 measures
+ * cold processes.
+ */
+async function warmUp(cluster, db, withWorkers) {
+  if (WARMUP === 0) return null;
+  const t0 = Date.now();
+  const answers = await createClosedLoop(cluster, {
+    count: WARMUP,
+    creators: CREATORS,
+    stages: STAGES,
+    prefix: 'warm',
+  });
+  const ids = answers.filter((a) => a.id !== null).map((a) => a.id);
+  if (ids.length < answers.length)
+    throw new Error(`warm-up: ${answers.length - ids.length} creations failed`);
+  if (withWorkers) await waitAllTerminal(cluster, db, ids);
+  return { pipelines: ids.length, seconds: seconds(Date.now() - t0) };
+}
+
 async function runPhase(phase, { tracing, template, log }) {
   const label = tracing ? `${phase}-tracing` : phase;
   const spanDir = tracing ? mkdtempSync(join(tmpdir(), 'po-bench-spans-')) : undefined;
@@ -147,6 +176,7 @@ async function runPhase(phase, { tracing, template, log }) {
     db = await benchDb(cluster.env.DATABASE_URL);
     if (phase !== 'create')
       workers = await startWorkerProcesses({ cluster, slots: SLOTS, tracing, env: otel, label });
+    const warm = await warmUp(cluster, db, phase !== 'create');
     const meter = await startResourceMeter({
       processes: { ...cluster.pids, ...workers?.pids, bench: process.pid },
       postmasterPid: postmasterOf(db.backendPid),
@@ -188,7 +218,7 @@ async function runPhase(phase, { tracing, template, log }) {
       topStatementsFile: pgFigures.topStatementsFile,
     };
     const elapsedMs = end.endMs - run.startedAt;
-    const common = { tracing, history: HISTORY, stagesPerPipeline: STAGES };
+    const common = { node: benchNode().version, tracing, history: HISTORY, stagesPerPipeline: STAGES, warmUp: warm };
     let line;
     if (phase === 'saturation') {
       line = {

@@ -2,6 +2,7 @@
 // instants they recorded.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { benchNode } from './runtime.mjs';
 
 const WORKER_PROCESS = fileURLToPath(new URL('./worker-process.mjs', import.meta.url));
 
@@ -56,6 +57,7 @@ export async function startWorkerProcesses({
       : [];
     const child = fork(WORKER_PROCESS, [JSON.stringify(config)], {
       env: { ...process.env, ...env },
+      execPath: benchNode().path,
       execArgv: profile,
       stdio: ['ignore', 2, 2, 'ipc'], // nothing of theirs on the bench's stdout (JSON lines)
     });

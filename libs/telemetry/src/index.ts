@@ -38,6 +38,7 @@ export {
   handlerLabels,
   httpRequestDuration,
   leaseDecisions,
+  leaseSlowPaths,
   metricsRegistry,
   metricsText,
   observeDeliveriesInflight,

@@ -105,6 +105,16 @@ export const leaseDecisions = once(
     }),
 );
 
+export const leaseSlowPaths = once(
+  () =>
+    new Counter({
+      name: 'po_lease_slow_paths_total',
+      help: 'Lease acquire/renew calls that the compare-and-set statement did not grant, decided by the slow path (a transaction reading why).',
+      labelNames: ['operation'] as const,
+      registers,
+    }),
+);
+
 export const resultsAccepted = once(
   () => new Counter({ name: 'po_results_accepted_total', help: 'Worker results accepted by the worker-gateway (202: confirmed on stage-results).', registers }),
 );

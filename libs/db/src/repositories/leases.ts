@@ -53,6 +53,15 @@ const RENEW = statement(
    RETURNING e.attempt, e.lease_expires_at`,
 );
 
+// Returns once no transaction holds the stage row for update: a dispatch that published its message
+// before committing (decision 0061) has then committed or rolled back. FOR SHARE waits for such a
+// holder; autocommit releases the lock at once. Only a stage of the session's own application.
+const AWAIT_STAGE_ROW = statement(
+  'lease_await_stage_row',
+  `SELECT 1 FROM stages s JOIN worker_sessions sess ON sess.token_hash = $2 AND sess.application_id = s.application_id
+   WHERE s.id = $1 FOR SHARE OF s`,
+);
+
 export interface LeaseGrant {
   attempt: number;
   leaseExpiresAt: Date;
@@ -71,6 +80,11 @@ export interface LeaseRequest {
 export async function tryAcquireLease(db: Queryable, r: LeaseRequest): Promise<LeaseGrant | null> {
   const [row] = await db.query<{ attempt: number; lease_expires_at: Date }>(ACQUIRE, [r.sessionTokenHash, r.stageId, r.executionId, r.workerId, r.leaseSeconds]);
   return row ? { attempt: row.attempt, leaseExpiresAt: row.lease_expires_at } : null;
+}
+
+/** Waits until the stage row is free of a writer in flight (see AWAIT_STAGE_ROW). */
+export async function awaitStageRow(db: Queryable, r: { stageId: number; sessionTokenHash: string }): Promise<void> {
+  await db.query(AWAIT_STAGE_ROW, [r.stageId, r.sessionTokenHash]);
 }
 
 /** Extends the lease to max(current expiry, now + leaseSeconds) when renew row 6 holds; null otherwise. */

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, expectValid } from '@po/testing';
 import { stageLeaseResponseSchema } from '@po/contracts';
 import { startExecutions } from '@po/db';
+import { metricsRegistry } from '@po/telemetry';
 import {
   startWorkerGateway,
   type Reply,
@@ -482,4 +483,48 @@ describe('concurrent acquisition', () => {
     expect(replies.filter((r) => r.body?.acquired === true)).toHaveLength(1);
     for (const r of replies.filter((x) => x.body?.acquired !== true)) expectRefusal(r, 'lease_held');
   }, 30_000);
+});
+
+describe('an acquire that meets a dispatch in flight (decision 0105)', () => {
+  const slowPaths = async () => {
+    const metric = metricsRegistry.getSingleMetric('po_lease_slow_paths_total');
+    const values = metric ? (await metric.get()).values : [];
+    return values.find((v) => v.labels.operation === 'acquire')?.value ?? 0;
+  };
+
+  it('is granted by the compare-and-set statement once the dispatching transaction commits, without the slow path', async () => {
+    const seeded = await gw.seedDispatched(gw.appA.id, { name: 'lease-race', stages: [{ stageName: 's0', stageHandlerName: 'h' }] }, []);
+    const stageId = seeded.stageIds[0]!;
+    const executionId = randomUUID();
+    const before = await slowPaths();
+    let commit!: () => void;
+    const released = new Promise<void>((resolve) => (commit = resolve));
+    let started!: () => void;
+    const holding = new Promise<void>((resolve) => (started = resolve));
+    // The dispatch as the engine does it: the stage becomes Pending with a new execution, and the
+    // transaction stays open (its message would already be in the queue) while the worker acquires.
+    const dispatching = gw.db.$transaction(
+      async (tx) => {
+        await startExecutions(tx, gw.appA.id, [{ stageId, executionId }], new Date());
+        started();
+        await released;
+      },
+      { timeout: 10_000 },
+    );
+    await holding;
+    const reply = as(w1, 'acquire', stageId, executionId);
+    await sleep(300);
+    commit();
+    await dispatching;
+    expectGrant(await reply, 1);
+    expect(await stageRow(stageId)).toMatchObject({ status: 'Running', attempt: 1, currentExecutionId: executionId });
+    expect(await slowPaths()).toBe(before);
+  });
+
+  it('a refusal still takes the slow path, which names the reason', async () => {
+    const d = await leased();
+    const before = await slowPaths();
+    expectRefusal(await as(w2, 'acquire', d.stageId, d.executionId), 'lease_held');
+    expect(await slowPaths()).toBe(before + 1);
+  });
 });
