@@ -25,6 +25,11 @@ export class Batcher<I, O> {
     return this.waiting.length;
   }
 
+  /** Batches being run now. */
+  get inFlight(): number {
+    return this.running;
+  }
+
   /** Resolves once nothing is waiting or running (shutdown). */
   drain(): Promise<void> {
     if (this.running === 0 && this.waiting.length === 0) return Promise.resolve();

@@ -85,6 +85,19 @@ export class Engine {
     return committed.batch.outcomes;
   }
 
+  /**
+   * Runs passes inside the caller's open transaction `tx` (made with `keyLookups`), where the
+   * pipelines were just created (decision 0106): locks, reads, decides, writes and publishes as
+   * `run` does, without its retries — a failure is the caller's, whose transaction rolls back.
+   * Resolves with the outcomes and what to do once that transaction has committed.
+   */
+  async runWithin(tx: Queryable, passes: readonly PassRequest[]): Promise<{ outcomes: ItemOutcome[]; committed: () => Promise<void> }> {
+    const started = Date.now();
+    const items: EngineItem[] = passes.map((p) => ({ kind: 'pass', pipelineId: p.pipelineId, cause: p.cause }));
+    const decided = await this.decide(tx, items, false);
+    return { outcomes: decided.batch.outcomes, committed: () => this.afterCommit(items, decided, started) };
+  }
+
   /** Results queued before messages carried their pipeline are resolved here (one statement). */
   private async withPipelines(input: readonly EngineItem[]): Promise<EngineItem[]> {
     const missing = input.filter((i) => i.kind === 'result' && !(i.pipelineId > 0)).map((i) => (i as { message: StageResultMessage }).message.stageId);

@@ -36,6 +36,50 @@ export async function dispatchCreated(deps: Deps, pipeline: NewPipeline, pipelin
   span?.end();
 }
 
+/**
+ * Creates the pipeline and dispatches it; null when an idempotency key was bound already. While no
+ * first pass runs or waits in this process (light load), the pass runs in the creation's own
+ * transaction (decision 0106): the first stage's message is published before the creation commits,
+ * one commit sooner, and the answer leaves after it. Otherwise — or when that pass fails, which
+ * rolls the creation back so it is made again alone — the creation commits by itself and
+ * dispatchCreated takes it (batched passes, decision 0102).
+ */
+async function createAndDispatch(deps: Deps, pipeline: NewPipeline, startTime: number, intentHash: string | null = null) {
+  if (deps.firstPasses.claim()) {
+    let span: Span | undefined;
+    let passFailed = false;
+    let afterCommit: (() => Promise<void>) | undefined;
+    try {
+      const record = await deps.sql.transaction(
+        async (tx) => {
+          const created = await createPipeline(tx, pipeline, deps.clock(), intentHash);
+          if (!created) return null;
+          span = startPipelineSpan('pipeline.create', { traceId: pipeline.traceId, applicationId: pipeline.applicationId, id: created.id }, startTime);
+          try {
+            afterCommit = await deps.firstPasses.within(tx, created.id, span && traceparentOf(span));
+          } catch (err) {
+            passFailed = true;
+            throw err;
+          }
+          return created;
+        },
+        { keyLookups: true },
+      );
+      await afterCommit?.();
+      span?.end();
+      return record;
+    } catch (err) {
+      if (!passFailed) throw err;
+      deps.logger.warn({ err }, 'first pass in the creation failed; creating the pipeline again without it');
+    } finally {
+      deps.firstPasses.release();
+    }
+  }
+  const record = await createPipeline(deps.sql, pipeline, deps.clock(), intentHash);
+  if (record) await dispatchCreated(deps, pipeline, record.id, startTime);
+  return record;
+}
+
 /** POST /pipelines: every call creates a new pipeline. */
 export async function createLegacyPipeline(
   deps: Deps,
@@ -45,9 +89,8 @@ export async function createLegacyPipeline(
 ): Promise<PipelineResponse> {
   const started = Date.now();
   const pipeline = plan(definition, { applicationId }, requestTraceId);
-  const record = await createPipeline(deps.sql, pipeline, deps.clock());
+  const record = await createAndDispatch(deps, pipeline, started);
   if (!record) throw new Error('a creation without idempotency key inserted nothing');
-  await dispatchCreated(deps, pipeline, record.id, started);
   return pipelineResponse(record);
 }
 
@@ -74,9 +117,8 @@ export async function createIdempotentPipeline(
   const pipeline = plan(body, { applicationId, idempotencyKey: key }, requestTraceId);
   const intentHash = creationIntentHash(body as unknown as Record<string, unknown>);
 
-  const created = await createPipeline(deps.sql, pipeline, deps.clock(), intentHash);
+  const created = await createAndDispatch(deps, pipeline, started, intentHash);
   if (created) {
-    await dispatchCreated(deps, pipeline, created.id, started);
     return { created: true, wasExisting: false, pipeline: pipelineResponse(created) };
   }
   const existing = await readPipelineByKey(deps.sql, applicationId, key);

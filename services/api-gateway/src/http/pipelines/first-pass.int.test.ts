@@ -54,11 +54,11 @@ const definition = (handler: string) => ({
 
 describe('the first pass of a new pipeline runs in api-gateway (decision 0102)', () => {
   it('an idempotent creation answers as created and its first stage is dispatched: one execution, one StageNext message, no event', async () => {
-    const gw = await gateway({ firstPasses: true });
+    const gw = await gateway({ firstPasses: { inCreation: false } });
     const handler = `h${randomUUID().slice(0, 8)}`;
     const reply = await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...definition(handler) } });
     expect(reply.status, reply.text).toBe(201);
-    // The answer is the pipeline as the creation inserted it; the pass comes after.
+    // The answer is the pipeline as the creation inserted it; the pass comes after (batched, not in the creation).
     expect(reply.body.pipeline.stages.map((s: { status: string }) => s.status)).toEqual(['NotStarted', 'NotStarted']);
     const id = reply.body.pipeline.id as number;
 
@@ -106,5 +106,66 @@ describe('the first pass of a new pipeline runs in api-gateway (decision 0102)',
     const row = await gw.db.pipeline.findUniqueOrThrow({ where: { id: BigInt(id) }, select: { dispatchRequestedAt: true } });
     expect(row.dispatchRequestedAt).not.toBeNull();
     expect(await stageNextJobs(gw, handler)).toEqual([]);
+  });
+});
+
+describe('at light load the first pass runs in the creation\'s transaction (decision 0106)', () => {
+  it('the answer leaves after the first stage was dispatched and its message published: nothing left to wait for', async () => {
+    const gw = await gateway({ firstPasses: true });
+    const handler = `h${randomUUID().slice(0, 8)}`;
+    const key = randomUUID();
+    const reply = await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: key, ...definition(handler) } });
+    expect(reply.status, reply.text).toBe(201);
+    const id = reply.body.pipeline.id as number;
+    // One transaction wrote the key's binding (which no pass touches) and the execution.
+    const [{ same }] = await gw.db.$queryRaw<{ same: boolean }[]>`
+      SELECT (SELECT k.xmin::text FROM idempotency_keys k WHERE k.application_id = ${gw.appA.id} AND k.key = ${key})
+           = (SELECT e.xmin::text FROM stage_executions e JOIN stages s ON s.id = e.stage_id WHERE s.pipeline_id = ${BigInt(id)}) AS same`;
+    expect(same).toBe(true);
+    // Read at once, without waiting: the pass committed with the creation.
+    const row = await gw.db.pipeline.findUniqueOrThrow({ where: { id: BigInt(id) }, select: { dispatchRequestedAt: true } });
+    expect(row.dispatchRequestedAt).toBeNull();
+    const stages = await gw.db.stage.findMany({ where: { pipelineId: BigInt(id) }, orderBy: { position: 'asc' }, include: { executions: true } });
+    expect(stages.map((s) => s.status)).toEqual(['Pending', 'NotStarted']);
+    expect(stages[0]!.executions).toHaveLength(1);
+    const jobs = await stageNextJobs(gw, handler);
+    expect(jobs.map((j) => (j.data as { executionId: string }).executionId)).toEqual([stages[0]!.executions[0]!.id]);
+    expect(await eventsFor(gw, id)).toEqual([]);
+  });
+
+  it('a replay of the key dispatches nothing more, and legacy creations take the same path', async () => {
+    const gw = await gateway({ firstPasses: true });
+    const handler = `h${randomUUID().slice(0, 8)}`;
+    const key = randomUUID();
+    const first = await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: key, ...definition(handler) } });
+    const replay = await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: key, ...definition(handler) } });
+    expect(first.status, first.text).toBe(201);
+    expect(replay.status, replay.text).toBe(200);
+    expect(replay.body.pipeline.id).toBe(first.body.pipeline.id);
+    expect(await stageNextJobs(gw, handler)).toHaveLength(1);
+
+    const legacy = await gw.call('POST', '/pipelines', { json: { apiKey: gw.appA.key, ...definition(handler) }, key: null });
+    expect(legacy.status, legacy.text).toBe(200);
+    const row = await gw.db.pipeline.findUniqueOrThrow({ where: { id: BigInt(legacy.body.id) }, select: { dispatchRequestedAt: true } });
+    expect(row.dispatchRequestedAt).toBeNull();
+    expect(await stageNextJobs(gw, handler)).toHaveLength(2);
+  });
+
+  it('a pass that fails does not lose the creation: it is made again without it and dispatched by a batched pass', async () => {
+    const gw = await gateway({ firstPasses: true });
+    const handler = `h${randomUUID().slice(0, 8)}`;
+    // The StageNext queue's Redis is gone for this creation's pass: its publish fails, the
+    // transaction rolls back, and the creation commits again alone.
+    const original = gw.deps.firstPasses.within;
+    gw.deps.firstPasses.within = () => Promise.reject(new Error('publish failed'));
+    try {
+      const reply = await gw.call('POST', '/pipelines/idempotent', { json: { idempotencyKey: randomUUID(), ...definition(handler) } });
+      expect(reply.status, reply.text).toBe(201);
+      const id = reply.body.pipeline.id as number;
+      expect(await gw.db.pipeline.count({ where: { name: 'first pass', id: BigInt(id) } })).toBe(1);
+      expect(await afterPass(gw, id)).toEqual(['Pending', 'NotStarted']);
+    } finally {
+      gw.deps.firstPasses.within = original;
+    }
   });
 });
