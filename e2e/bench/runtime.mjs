@@ -28,6 +28,7 @@ export function benchNode() {
     } catch (err) {
       throw new Error(
         `BENCH_NODE=image: the image's Node 24 is not available here (${err.message}); BENCH_NODE=current runs the bench's own Node`,
+        { cause: err },
       );
     }
   } else path = choice;

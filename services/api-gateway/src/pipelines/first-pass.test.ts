@@ -26,7 +26,7 @@ function engineStub(answer: { outcome?: ItemOutcome['kind']; error?: Error }) {
   return { engine, runs, release };
 }
 
-const options = { maxBatch: 10, maxConcurrent: 1, maxWaiting: 2 };
+const options = { maxBatch: 10, maxConcurrent: 1, maxWaiting: 2, inCreation: true };
 
 describe('createFirstPasses (decision 0102)', () => {
   it('runs each creation as a pass item with its cause, and hands nothing over when the pass ran', async () => {
@@ -77,5 +77,23 @@ describe('createFirstPasses (decision 0102)', () => {
     expect(runs.map((r) => r.map((i) => i.pipelineId))).toEqual([[1], [2, 3]]);
     expect(passes.start(5, undefined, none)).toBe(true);
     await passes.drain();
+  });
+
+  it('a creation may claim its pass only while no pass runs, waits or is claimed here (decision 0106)', async () => {
+    const { engine, release } = engineStub({ outcome: 'pass' });
+    const passes = createFirstPasses(engine, logged().logger, options);
+    expect(passes.claim()).toBe(true);
+    expect(passes.claim()).toBe(false); // the second concurrent creation takes the batched way
+    passes.release();
+    expect(passes.claim()).toBe(true);
+    passes.release();
+    passes.start(1, undefined, async () => undefined); // a batched pass under way
+    expect(passes.claim()).toBe(false);
+    release();
+    await passes.drain();
+    expect(passes.claim()).toBe(true);
+    passes.release();
+    expect(createFirstPasses(engine, logged().logger, { ...options, inCreation: false }).claim()).toBe(false);
+    expect(createFirstPasses(engine, logged().logger, { ...options, maxWaiting: 0 }).claim()).toBe(false);
   });
 });

@@ -118,10 +118,10 @@ describe('at light load the first pass runs in the creation\'s transaction (deci
     expect(reply.status, reply.text).toBe(201);
     const id = reply.body.pipeline.id as number;
     // One transaction wrote the key's binding (which no pass touches) and the execution.
-    const [{ same }] = await gw.db.$queryRaw<{ same: boolean }[]>`
+    const [row0] = await gw.db.$queryRaw<{ same: boolean }[]>`
       SELECT (SELECT k.xmin::text FROM idempotency_keys k WHERE k.application_id = ${gw.appA.id} AND k.key = ${key})
            = (SELECT e.xmin::text FROM stage_executions e JOIN stages s ON s.id = e.stage_id WHERE s.pipeline_id = ${BigInt(id)}) AS same`;
-    expect(same).toBe(true);
+    expect(row0?.same).toBe(true);
     // Read at once, without waiting: the pass committed with the creation.
     const row = await gw.db.pipeline.findUniqueOrThrow({ where: { id: BigInt(id) }, select: { dispatchRequestedAt: true } });
     expect(row.dispatchRequestedAt).toBeNull();
