@@ -6,6 +6,10 @@ import type { ExecutionRow } from './executions.js';
  * Persistence of one engine batch (libs/engine): lock the pipelines, read their stages, write every
  * decided change in one statement. Plain prepared statements (decision 0060): this is the hot path
  * of every stage. Lock order as everywhere: pipelines (in id order), then stages, then executions.
+ *
+ * The lock, the read and the write run on generic plans (decision 0107): they run only inside the
+ * engine's `keyLookups` transaction, so the plan each connection makes once looks every row up by
+ * key whatever the arrays hold, and planning them per batch cost 0.5 ms of PostgreSQL a batch.
  */
 
 export interface LockedPipeline {
@@ -32,12 +36,10 @@ const LOCK_COLUMNS = `id, application_id, status::text AS status, dispatched, tr
 const LOCK_PIPELINES = statement(
   'engine_lock_pipelines',
   `SELECT ${LOCK_COLUMNS} FROM pipelines WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
-  { plan: 'custom' },
 );
 const LOCK_PIPELINES_SKIP = statement(
   'engine_lock_pipelines_skip',
   `SELECT ${LOCK_COLUMNS} FROM pipelines WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED`,
-  { plan: 'custom' },
 );
 const NOW = statement('engine_now', 'SELECT now() AS now');
 
@@ -130,7 +132,6 @@ const READ_STAGES = statement(
      ON e.id = CASE WHEN s.status NOT IN ('Completed', 'Skipped') THEN s.current_execution_id END
    WHERE s.pipeline_id = ANY($1::bigint[])
    ORDER BY s.pipeline_id, s.position`,
-  { plan: 'custom' },
 );
 
 /** Every stage of the (locked) pipelines in position order, grouped by pipeline. */
@@ -264,7 +265,6 @@ const WRITE_PASS = statement(
           (SELECT coalesce(json_agg(json_build_array(s.id, s.input)), '[]') FROM stages s WHERE s.id = ANY($29::bigint[])) AS inputs,
           (SELECT coalesce(json_agg(json_build_array(c.pipeline_id, c.key, c.value, c.value_type, c.is_sensitive) ORDER BY c.pipeline_id, c.id), '[]')
              FROM context_items c WHERE c.pipeline_id = ANY($30::bigint[])) AS context`,
-  { plan: 'custom' },
 );
 
 /** Writes a whole batch in one statement and returns what the dispatched stages' messages need. */
