@@ -226,6 +226,7 @@ function cases(p) {
       { key: 'team', value: 'bench' },
       { key: 'kind', value: 'explain' },
     ]),
+    null, // rerun_of: not a rerun
   ];
   const out = [];
   const add = (statement, params, extra = {}) => out.push({ statement, params, ...extra });
