@@ -218,7 +218,13 @@ async function runPhase(phase, { tracing, template, log }) {
       topStatementsFile: pgFigures.topStatementsFile,
     };
     const elapsedMs = end.endMs - run.startedAt;
-    const common = { node: benchNode().version, tracing, history: HISTORY, stagesPerPipeline: STAGES, warmUp: warm };
+    const common = {
+      node: benchNode().version,
+      tracing,
+      history: HISTORY,
+      stagesPerPipeline: STAGES,
+      warmUp: warm,
+    };
     let line;
     if (phase === 'saturation') {
       line = {

@@ -33,6 +33,6 @@ export function benchNode() {
     }
   } else path = choice;
   const version = execFileSync(path, ['--version']).toString().trim();
-  resolved = { path, version, choice };
+  resolved = { path, version };
   return resolved;
 }
