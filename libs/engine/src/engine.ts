@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  Batcher,
   freeSlots,
   insertPassStages,
   isTransientDbError,
@@ -21,7 +22,6 @@ import type { PipelineEventsProducer, StageNextPublisher, StageResultMessage } f
 import { rememberSensitive, rememberSensitiveItems, traceparentOf, type Logger, type Span } from '@po/telemetry';
 import type { StageNextMessage } from '@po/contracts';
 import { Batch, type EngineItem, type ItemOutcome } from './batch.js';
-import { Batcher } from './batcher.js';
 import { byQueue, stageNextMessage } from './messages.js';
 import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
 

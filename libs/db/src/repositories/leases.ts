@@ -1,4 +1,5 @@
-import { statement, type Queryable } from '../sql.js';
+import { Batcher } from '../batcher.js';
+import { statement, type Queryable, type Sql } from '../sql.js';
 
 /**
  * The worker protocol's hot statements (decision 0062): each checks the worker session and decides
@@ -38,6 +39,41 @@ const ACQUIRE = statement(
      lease_expires_at = now() + make_interval(secs => $5), timeout_at = now() + make_interval(secs => st.time_out)
    FROM st WHERE e.id = $3::uuid
    RETURNING e.attempt, e.lease_expires_at`,
+);
+
+// ACQUIRE for several requests at once (decision 0108): the same conditions per request, one
+// statement and one commit for all of them. Run in a keyLookups transaction, and every table is
+// reached by its key alone (scalar subqueries, `= ANY`): a generic plan made while the tables were
+// small must never scan them. The stage rows are locked in id order first, as the engine's passes
+// lock them, so two batches (two replicas) or a batch and a pass cannot deadlock; FOR UPDATE hands
+// back each row's latest version, so the conditions are decided on committed state. Each request
+// names a distinct stage (the caller sees to it).
+const ACQUIRE_MANY = statement(
+  'lease_acquire_many',
+  `WITH locked AS MATERIALIZED (
+     SELECT s.id, s.application_id, s.status, s.current_execution_id, s.pipeline_id
+     FROM stages s WHERE s.id = ANY($2::bigint[]) ORDER BY s.id FOR UPDATE
+   ),
+   granted AS MATERIALIZED (
+     SELECT r.i, r.stage_id, r.execution_id, r.worker_id
+     FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[]) WITH ORDINALITY AS r(token_hash, stage_id, execution_id, worker_id, i)
+     JOIN locked l ON l.id = r.stage_id
+     WHERE l.status = 'Pending' AND l.current_execution_id = r.execution_id
+       AND l.application_id = (SELECT sess.application_id FROM worker_sessions sess
+         WHERE sess.token_hash = r.token_hash AND sess.worker_id = r.worker_id AND sess.superseded_at IS NULL
+           AND sess.expires_at > now() AND NOT ${KEY_REVOKED})
+       AND (SELECT num_nulls(x.ended_at, x.lease_expires_at) FROM stage_executions x WHERE x.id = r.execution_id) = 2
+       AND (SELECT p.status FROM pipelines p WHERE p.id = l.pipeline_id) <> 'Cancelled'
+   ),
+   st AS (
+     UPDATE stages s SET status = 'Running', attempt = s.attempt + 1, started_at = COALESCE(s.started_at, now())
+     FROM granted g WHERE s.id = g.stage_id AND s.id = ANY($2::bigint[])
+     RETURNING g.i, g.execution_id, g.worker_id, s.attempt, (s.options->>'timeOut')::int AS time_out
+   )
+   UPDATE stage_executions e SET attempt = st.attempt, lease_owner = st.worker_id, leased_at = now(),
+     lease_expires_at = now() + make_interval(secs => $5), timeout_at = now() + make_interval(secs => st.time_out)
+   FROM st WHERE e.id = st.execution_id AND e.id = ANY($3::uuid[])
+   RETURNING st.i, e.attempt, e.lease_expires_at`,
 );
 
 // Renew row 6: the caller's own unexpired lease on the current execution of a Running stage.
@@ -80,6 +116,57 @@ export interface LeaseRequest {
 export async function tryAcquireLease(db: Queryable, r: LeaseRequest): Promise<LeaseGrant | null> {
   const [row] = await db.query<{ attempt: number; lease_expires_at: Date }>(ACQUIRE, [r.sessionTokenHash, r.stageId, r.executionId, r.workerId, r.leaseSeconds]);
   return row ? { attempt: row.attempt, leaseExpiresAt: row.lease_expires_at } : null;
+}
+
+/**
+ * tryAcquireLease for each request, in one statement: the grants in request order (null where the
+ * request's conditions did not all hold). Requests must name distinct stages and share leaseSeconds.
+ */
+export async function tryAcquireLeases(db: Sql, requests: readonly LeaseRequest[]): Promise<(LeaseGrant | null)[]> {
+  const rows = await db.transaction((tx) => tx.query<{ i: string; attempt: number; lease_expires_at: Date }>(ACQUIRE_MANY, [
+    requests.map((r) => r.sessionTokenHash),
+    requests.map((r) => r.stageId),
+    requests.map((r) => r.executionId),
+    requests.map((r) => r.workerId),
+    requests[0]?.leaseSeconds ?? 0,
+  ]), { keyLookups: true });
+  const grants: (LeaseGrant | null)[] = requests.map(() => null);
+  for (const row of rows) grants[Number(row.i) - 1] = { attempt: row.attempt, leaseExpiresAt: row.lease_expires_at };
+  return grants;
+}
+
+const acquirers = new WeakMap<Sql, Batcher<LeaseRequest, LeaseGrant | null>>();
+
+/**
+ * tryAcquireLease through group commit (decision 0108): an acquire that arrives while another is in
+ * flight on this pool waits for it and goes with the others that arrived meanwhile, in one
+ * statement; alone, it runs at once as tryAcquireLease. A second request for a stage already in the
+ * batch goes on its own after it (its answer is null when the first one won), as does one with
+ * another lease length.
+ */
+export function acquireLease(db: Sql, request: LeaseRequest): Promise<LeaseGrant | null> {
+  let acquirer = acquirers.get(db);
+  if (!acquirer) {
+    acquirer = new Batcher<LeaseRequest, LeaseGrant | null>((requests) => acquireDistinct(db, requests), { maxBatch: 64, maxConcurrent: 1 });
+    acquirers.set(db, acquirer);
+  }
+  return acquirer.submit(request);
+}
+
+async function acquireDistinct(db: Sql, requests: LeaseRequest[]): Promise<(LeaseGrant | null)[]> {
+  if (requests.length === 1) return [await tryAcquireLease(db, requests[0]!)];
+  const together: LeaseRequest[] = [];
+  const stages = new Set<number>();
+  for (const r of requests) {
+    if (r.leaseSeconds !== requests[0]!.leaseSeconds || stages.has(r.stageId)) continue;
+    stages.add(r.stageId);
+    together.push(r);
+  }
+  const grants = together.length === 1 ? [await tryAcquireLease(db, together[0]!)] : await tryAcquireLeases(db, together);
+  const grantOf = new Map(together.map((r, i) => [r, grants[i]!]));
+  const out: (LeaseGrant | null)[] = [];
+  for (const r of requests) out.push(grantOf.has(r) ? grantOf.get(r)! : await tryAcquireLease(db, r));
+  return out;
 }
 
 /** Waits until the stage row is free of a writer in flight (see AWAIT_STAGE_ROW). */

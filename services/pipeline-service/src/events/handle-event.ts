@@ -1,4 +1,5 @@
-import type { Batcher, ItemOutcome, PassRequest } from '@po/engine';
+import type { Batcher } from '@po/db';
+import type { ItemOutcome, PassRequest } from '@po/engine';
 import type { PipelineEvent } from '@po/queues';
 import type { Logger } from '@po/telemetry';
 

@@ -1,4 +1,5 @@
-import { Batcher, Engine, type EngineDeps } from '@po/engine';
+import { Batcher } from '@po/db';
+import { Engine, type EngineDeps } from '@po/engine';
 import type { StageResultMessage } from '@po/queues';
 
 export type ConsumerDeps = EngineDeps;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseDecision, type LeaseView } from '@po/domain';
-import { awaitStageRow, extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant } from '@po/db';
+import { acquireLease, awaitStageRow, extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant } from '@po/db';
 import { leaseSlowPaths } from '@po/telemetry';
 import { hashSecret } from '@po/http';
 import type { Deps } from '../deps.js';
@@ -52,7 +52,7 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
   // A workerId longer than the column that stores worker ids is nobody's: PostgreSQL would refuse it
   // as a parameter of the hot statement, so it goes to the slow path, which answers 401.
   const possible = body.workerId.length <= WORKER_ID_MAX_CHARS;
-  let fast = !possible ? null : operation === 'acquire' ? await tryAcquireLease(sql, request) : await tryRenewLease(sql, request);
+  let fast = !possible ? null : operation === 'acquire' ? await acquireLease(sql, request) : await tryRenewLease(sql, request);
   // A dispatch publishes its message before it commits (decision 0061), so a quick worker's acquire
   // can find the stage not yet Pending. Once the dispatch is out of the way the same statement sees
   // its commit: two round trips where the slow path's transaction takes six (decision 0105; one

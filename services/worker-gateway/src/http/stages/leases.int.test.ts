@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, expectValid } from '@po/testing';
 import { stageLeaseResponseSchema } from '@po/contracts';
-import { startExecutions } from '@po/db';
+import { acquireLease, sqlOf, startExecutions, tryAcquireLeases } from '@po/db';
+import { hashSecret } from '@po/http';
 import { metricsRegistry } from '@po/telemetry';
 import {
   startWorkerGateway,
@@ -526,5 +527,49 @@ describe('an acquire that meets a dispatch in flight (decision 0105)', () => {
     const before = await slowPaths();
     expectRefusal(await as(w2, 'acquire', d.stageId, d.executionId), 'lease_held');
     expect(await slowPaths()).toBe(before + 1);
+  });
+});
+
+describe('acquires in one statement (decision 0108)', () => {
+  const hash = (s: Session) => hashSecret(s.sessionToken);
+  const request = (s: Session, stageId: number, executionId: string, workerId = s.workerId) => ({
+    sessionTokenHash: hash(s),
+    stageId,
+    executionId,
+    workerId,
+    leaseSeconds: 60,
+  });
+
+  it('grants each request whose acquire row 6 holds, in request order, and refuses the others (another worker id, another application, stale, cancelled, held)', async () => {
+    const [a, b, wrongWorker, otherApp, stale, cancelled, held] = await Promise.all([dispatched(), dispatched(), dispatched(), dispatched(gw.appB.id), dispatched(), dispatched(), leased()]);
+    await setPipeline(cancelled.pipelineId, { status: 'Cancelled' });
+    const grants = await tryAcquireLeases(sqlOf(gw.db), [
+      request(w1, a.stageId, a.executionId),
+      request(w1, wrongWorker.stageId, wrongWorker.executionId, w2.workerId),
+      request(w1, otherApp.stageId, otherApp.executionId),
+      request(w2, b.stageId, b.executionId),
+      request(w1, stale.stageId, randomUUID()),
+      request(w1, cancelled.stageId, cancelled.executionId),
+      request(w2, held.stageId, held.executionId),
+    ]);
+    expect(grants.map((g) => g?.attempt ?? null)).toEqual([1, null, null, 1, null, null, null]);
+    expect(await executionRow(a.executionId)).toMatchObject({ attempt: 1, leaseOwner: w1.workerId });
+    expect(await executionRow(b.executionId)).toMatchObject({ attempt: 1, leaseOwner: w2.workerId });
+    expect((await executionRow(b.executionId)).leaseExpiresAt!.getTime()).toBe(grants[3]!.leaseExpiresAt.getTime());
+    for (const d of [wrongWorker, otherApp, stale, cancelled]) expect(await stageRow(d.stageId)).toMatchObject({ status: 'Pending', attempt: 0 });
+    expect(await executionRow(held.executionId)).toMatchObject({ leaseOwner: w1.workerId });
+  });
+
+  it('acquires that arrive while one is in flight go together; two for one stage get one grant between them', async () => {
+    const stages = await Promise.all(Array.from({ length: 6 }, () => dispatched()));
+    const sql = sqlOf(gw.db);
+    const first = acquireLease(sql, request(w1, stages[0]!.stageId, stages[0]!.executionId));
+    const rest = stages.slice(1).map((d, i) => acquireLease(sql, request(i % 2 ? w1 : w2, d.stageId, d.executionId)));
+    const twice = [acquireLease(sql, request(w1, stages[5]!.stageId, stages[5]!.executionId)), acquireLease(sql, request(w2, stages[5]!.stageId, stages[5]!.executionId))];
+    const grants = await Promise.all([first, ...rest]);
+    expect(grants.every((g) => g?.attempt === 1)).toBe(true);
+    // stages[5] was also in `rest`: neither duplicate gets it again.
+    expect(await Promise.all(twice)).toEqual([null, null]);
+    for (const d of stages) expect(await stageRow(d.stageId)).toMatchObject({ status: 'Running', attempt: 1 });
   });
 });
