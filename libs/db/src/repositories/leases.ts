@@ -169,9 +169,12 @@ async function acquireDistinct(db: Sql, requests: LeaseRequest[]): Promise<(Leas
   return out;
 }
 
-/** Waits until the stage row is free of a writer in flight (see AWAIT_STAGE_ROW). */
-export async function awaitStageRow(db: Queryable, r: { stageId: number; sessionTokenHash: string }): Promise<void> {
-  await db.query(AWAIT_STAGE_ROW, [r.stageId, r.sessionTokenHash]);
+/**
+ * Waits until the stage row is free of a writer in flight (see AWAIT_STAGE_ROW). False when no such
+ * row is visible: unknown, of another application, or inserted by a transaction not yet committed.
+ */
+export async function awaitStageRow(db: Queryable, r: { stageId: number; sessionTokenHash: string }): Promise<boolean> {
+  return (await db.query(AWAIT_STAGE_ROW, [r.stageId, r.sessionTokenHash])).length > 0;
 }
 
 /** Extends the lease to max(current expiry, now + leaseSeconds) when renew row 6 holds; null otherwise. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseDecision, type LeaseView } from '@po/domain';
-import { acquireLease, awaitStageRow, extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant } from '@po/db';
+import { acquireLease, awaitStageRow, extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant, type LeaseRequest, type Sql } from '@po/db';
 import { leaseSlowPaths } from '@po/telemetry';
 import { hashSecret } from '@po/http';
 import type { Deps } from '../deps.js';
@@ -35,6 +36,25 @@ function leaseView(state: ExecutionState): LeaseView {
 }
 
 /**
+ * Pauses between looks for a stage row not visible yet (decision 0109): a creation that runs its
+ * first pass in its own transaction (decision 0106) publishes the first stages before it commits the
+ * rows they live in, and FOR SHARE cannot wait for a row it cannot see. About 250 ms in all, far
+ * more than a creation takes between its publish and its commit; an unknown stage pays it before
+ * its 404.
+ */
+const UNSEEN_STAGE_PAUSES_MS = [5, 10, 20, 40, 75, 100];
+
+/** The compare-and-set once more after the dispatch in flight has committed (decisions 0105, 0109). */
+async function afterDispatchInFlight(sql: Sql, request: LeaseRequest): Promise<LeaseGrant | null> {
+  if (await awaitStageRow(sql, request)) return tryAcquireLease(sql, request);
+  for (const pause of UNSEEN_STAGE_PAUSES_MS) {
+    await sleep(pause);
+    if (await awaitStageRow(sql, request)) return tryAcquireLease(sql, request);
+  }
+  return null;
+}
+
+/**
  * POST /stages/{id}/lease/acquire and /renew (addendum §12): the grant is one compare-and-set
  * statement that also checks the session (decision 0062); only when it matches nothing does the
  * slow path run, in a transaction, to answer 401, 404 or the first refusal row of the tables.
@@ -57,10 +77,7 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
   // can find the stage not yet Pending. Once the dispatch is out of the way the same statement sees
   // its commit: two round trips where the slow path's transaction takes six (decision 0105; one
   // acquire in ten at light load met a dispatch in flight).
-  if (!fast && possible && operation === 'acquire') {
-    await awaitStageRow(sql, request);
-    fast = await tryAcquireLease(sql, request);
-  }
+  if (!fast && possible && operation === 'acquire') fast = await afterDispatchInFlight(sql, request);
   if (fast) {
     const response = granted(fast);
     await recordLease(operation, response, undefined, body.executionId, started, deps.db, stageId);

@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, expectValid } from '@po/testing';
 import { stageLeaseResponseSchema } from '@po/contracts';
-import { acquireLease, sqlOf, startExecutions, tryAcquireLeases } from '@po/db';
+import { acquireLease, insertPipeline, sqlOf, startExecutions, tryAcquireLeases } from '@po/db';
+import { planPipeline } from '@po/domain';
 import { hashSecret } from '@po/http';
 import { metricsRegistry } from '@po/telemetry';
 import {
@@ -519,6 +520,36 @@ describe('an acquire that meets a dispatch in flight (decision 0105)', () => {
     await dispatching;
     expectGrant(await reply, 1);
     expect(await stageRow(stageId)).toMatchObject({ status: 'Running', attempt: 1, currentExecutionId: executionId });
+    expect(await slowPaths()).toBe(before);
+  });
+
+  it('a stage whose creation has not committed yet is granted once it commits, without the slow path (decision 0109)', async () => {
+    const planned = planPipeline({ name: 'lease-unseen', stages: [{ stageName: 's0', stageHandlerName: 'h' }] }, { applicationId: gw.appA.id });
+    if (!planned.ok) throw new Error('plan');
+    const executionId = randomUUID();
+    const before = await slowPaths();
+    let commit!: () => void;
+    const released = new Promise<void>((resolve) => (commit = resolve));
+    let inserted!: (stageId: number) => void;
+    const stageOf = new Promise<number>((resolve) => (inserted = resolve));
+    // A creation that ran its first pass in its own transaction (decision 0106): the stage and its
+    // execution exist only inside the open transaction while the worker acquires.
+    const creating = gw.db.$transaction(
+      async (tx) => {
+        const pipelineId = await insertPipeline(tx, planned.pipeline, new Date());
+        const [stage] = await tx.stage.findMany({ where: { pipelineId: BigInt(pipelineId) } });
+        await startExecutions(tx, gw.appA.id, [{ stageId: Number(stage!.id), executionId }], new Date());
+        inserted(Number(stage!.id));
+        await released;
+      },
+      { timeout: 10_000 },
+    );
+    const stageId = await stageOf;
+    const reply = as(w1, 'acquire', stageId, executionId);
+    await sleep(60);
+    commit();
+    await creating;
+    expectGrant(await reply, 1);
     expect(await slowPaths()).toBe(before);
   });
 
