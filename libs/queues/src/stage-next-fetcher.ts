@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Worker, createRedisBackend, type BackendFactory, type Job, type RedisQueueBackend } from 'bullmq';
+import { Job, Worker, createRedisBackend, type BackendFactory, type JobJson, type RedisQueueBackend } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { validateStageNextMessage, type StageNextMessage } from '@po/contracts';
 import { stageNextBullName, stageNextWakeChannel } from './stage-next.js';
@@ -176,6 +176,32 @@ export class StageNextFetcher {
       await message.job.moveToCompleted(null, message.lockToken, false);
     } finally {
       this.release(message.queue);
+    }
+  }
+
+  /**
+   * Completes the message and takes the next one of its queue in the same BullMQ script (a worker's
+   * "fetch next" on completion): one broker call where complete and fetch take two. The next message
+   * is locked under the same lock token and keeps the queue open in its place; null when the queue
+   * had none to give.
+   */
+  async completeAndFetch(message: FetchedMessage): Promise<FetchedMessage | null> {
+    const entry = this.open.get(message.queue);
+    let next: FetchedMessage | null = null;
+    try {
+      const fetched = await message.job.moveToCompleted(null, message.lockToken, true);
+      const [data, id] = Array.isArray(fetched) ? (fetched as [JobJson | null | undefined, string | undefined]) : [];
+      if (!data || !entry) return null;
+      const job = Job.fromJSON(entry.worker, data, id) as Job<StageNextMessage>;
+      job.token = message.lockToken;
+      if (!validateStageNextMessage(job.data).ok) {
+        await job.moveToFailed(new Error('invalid StageNext payload'), message.lockToken, false);
+        return null;
+      }
+      next = { job, lockToken: message.lockToken, queue: message.queue, bytes: stageNextMessageBytes(job.data) };
+      return next;
+    } finally {
+      if (!next) this.release(message.queue);
     }
   }
 

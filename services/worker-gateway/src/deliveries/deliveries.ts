@@ -343,6 +343,37 @@ export class Deliveries {
     return true;
   }
 
+  /**
+   * An ack (requeue=false) with the pull that follows it on the same queue as one broker call
+   * (decision 0110): BullMQ completes the message and takes the next one in one script. `delivery`
+   * is absent when it cannot go that way — not held here, another queue, pulls already waiting on
+   * that one, a limit — and the caller pulls as usual; null when the queue had nothing.
+   */
+  async ackAndTake(token: string, queue: string, applicationId: number): Promise<{ acked: boolean; delivery?: Delivery | null }> {
+    const held = this.held.get(token);
+    const waiting = (this.feeds.get(queue)?.waiters.length ?? 0) > 0;
+    if (!held || held.queue !== queue || held.applicationId !== applicationId || held.expiresAt <= this.now() || waiting || this.closing) {
+      return { acked: await this.ack(token, false) };
+    }
+    this.drop(token, held);
+    if (pullRefusal(this.load(applicationId, false), this.options) || fetchRoom(this.load(applicationId, true), this.options, 1, held.message.bytes) === 0) {
+      await this.fetcher.complete(held.message);
+      return { acked: true };
+    }
+    const fetchStartedAt = this.now();
+    const app = this.app(applicationId);
+    this.reserved += 1;
+    app.reserved += 1;
+    let next: FetchedMessage | null;
+    try {
+      next = await this.fetcher.completeAndFetch(held.message);
+    } finally {
+      this.reserved -= 1;
+      app.reserved -= 1;
+    }
+    return { acked: true, delivery: next ? this.hold(queue, applicationId, next, fetchStartedAt) : null };
+  }
+
   /** Called when a queue gained a message (pub/sub wake-up). */
   wake(queue: string): void {
     const feed = this.feeds.get(queue);

@@ -38,7 +38,11 @@ export async function pullJob(
 ): Promise<{ delivery: Delivery; traceparent: string } | null> {
   checkOwnQueue(request.queue, applicationId);
   const started = Date.now();
-  const delivery = await deliveries.pull(request.queue, applicationId, request.waitSeconds ?? 0, signal);
+  return delivered(await deliveries.pull(request.queue, applicationId, request.waitSeconds ?? 0, signal), started);
+}
+
+/** What a pull answers for the delivery it got, with the pull's metrics. */
+function delivered(delivery: Delivery | null, started: number): { delivery: Delivery; traceparent: string } | null {
   pullWait()
     .labels(delivery ? 'message' : 'empty')
     .observe((Date.now() - started) / 1000);
@@ -84,6 +88,7 @@ export async function deliveryResponse(
  * The pull a result carries (decision 0100), once the result is accepted: one fetch, no wait. The
  * result's 202 stands whatever happens here, so a limit (429), a broker failure or an empty queue
  * all answer null, and the worker pulls as usual. The queue was checked before the result was taken.
+ * `taken`: what the ack's broker call already fetched for it (decision 0110).
  */
 export async function pullNext(
   deps: Deps,
@@ -92,9 +97,11 @@ export async function pullNext(
   next: PullNextRequest,
   sessionToken: string,
   signal: AbortSignal,
+  taken?: Delivery | null,
 ): Promise<DeliveryAnswer | null> {
   try {
-    const pulled = await pullJob(deliveries, applicationId, { queue: next.queue, waitSeconds: 0 }, signal);
+    const pulled =
+      taken === undefined ? await pullJob(deliveries, applicationId, { queue: next.queue, waitSeconds: 0 }, signal) : delivered(taken, Date.now());
     if (!pulled) return null;
     const lease = next.lease ? { sessionToken, workerId: next.lease.workerId } : undefined;
     return await deliveryResponse(deps, pulled, lease, signal);

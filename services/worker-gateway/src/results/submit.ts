@@ -2,7 +2,7 @@ import { BrokerUnavailable, Forbidden, NotFound, ValidationFailed, checkAddedSta
 import { stageNamesOf } from '@po/db';
 import type { StageResultSubmit } from '@po/contracts';
 import { markFailed, rememberSensitiveItems, resultsAccepted, traceparentOf } from '@po/telemetry';
-import type { Deliveries } from '../deliveries/deliveries.js';
+import type { Deliveries, Delivery } from '../deliveries/deliveries.js';
 import type { Deps } from '../deps.js';
 import { readStageOwner, type ResultCredentials, type StageOwner } from './credentials.js';
 import { startResultSpan } from './observe.js';
@@ -86,15 +86,25 @@ function workerFieldsRemoved(body: StageResultSubmit): StageResultSubmit {
 
 /**
  * The ack a result may carry (decision 0098), after its 202 was earned: requeue=false of the
- * delivery `token`, as POST /jobs/ack would. False when this process does not hold it (expired,
- * acknowledged, another replica's) or the broker failed: the result stays accepted either way, and
- * a delivery not acknowledged returns after the visibility timeout, where fencing discards it.
+ * delivery `token`, as POST /jobs/ack would. `acked` false when this process does not hold it
+ * (expired, acknowledged, another replica's) or the broker failed: the result stays accepted either
+ * way, and a delivery not acknowledged returns after the visibility timeout, where fencing discards
+ * it. With `next` on the acknowledged delivery's queue, the pull the result carries is made in the
+ * same broker call (decision 0110): `taken` is its delivery (null: the queue had none); absent when
+ * the pull is to be made as usual.
  */
-export async function ackAfterResult(deps: Deps, deliveries: Deliveries, token: string): Promise<boolean> {
+export async function ackAfterResult(
+  deps: Deps,
+  deliveries: Deliveries,
+  token: string,
+  next?: { queue: string; applicationId: number },
+): Promise<{ acked: boolean; taken?: Delivery | null }> {
   try {
-    return await deliveries.ack(token, false);
+    if (!next) return { acked: await deliveries.ack(token, false) };
+    const { acked, delivery } = await deliveries.ackAndTake(token, next.queue, next.applicationId);
+    return delivery === undefined ? { acked } : { acked, taken: delivery };
   } catch (err) {
     deps.logger.warn({ err }, 'ack with a result failed; the delivery returns after the visibility timeout');
-    return false;
+    return { acked: false };
   }
 }

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, expectProblem, expectValid } from '@po/testing';
 import { pullJobResponseSchema, stageQueueName, stageResultAcceptedSchema } from '@po/contracts';
-import type { StageResultMessage } from '@po/queues';
+import { stageNextBullName, type StageResultMessage } from '@po/queues';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../../testing/harness.js';
 
 type Session = { workerId: string; sessionToken: string };
@@ -69,6 +69,43 @@ describe('the next pull with a result (decision 0100)', () => {
     expect((await resultJob(done.executionId))?.result).toEqual({ stageId: done.stageId, executionId: done.executionId, attempt: 1, isSuccess: true });
     // The delivery it brought is held like a pulled one: its token acks once.
     expect((await gw.call('POST', '/jobs/ack', { json: { token: r.body.next.token } })).status).toBe(200);
+  });
+
+  it('on the acknowledged delivery\'s queue, the ack completes the message and takes the next in one broker call (decision 0110); on another queue the pull fetches as usual', async () => {
+    const d = await dispatched(3);
+    const elsewhere = await dispatched(1);
+    const fetch = gw.fetcher.fetch.bind(gw.fetcher);
+    let fetches = 0;
+    gw.fetcher.fetch = (queue) => {
+      fetches += 1;
+      return fetch(queue);
+    };
+    try {
+      const first = await pull(d.queue);
+      const done = d.stages.find((s) => s.executionId === first.body.payload.executionId)!;
+      fetches = 0;
+      const r = await submit(done.stageId, { stageId: done.stageId, executionId: done.executionId, attempt: 1, isSuccess: true, ackToken: first.body.token, next: { queue: d.queue, lease: { workerId: w1.workerId } } });
+      expect(r.status, r.text).toBe(202);
+      expect(r.body).toMatchObject({ acked: true, next: { lease: { acquired: true, attempt: 1 } } });
+      expect(fetches).toBe(0);
+      const stageNext = new Queue(stageNextBullName(d.queue), { connection: redis, prefix: gw.prefix });
+      try {
+        // The acknowledged message is gone (completed, removed); the next one is locked by this delivery.
+        expect(await stageNext.getJob(done.executionId)).toBeUndefined();
+        expect(await stageNext.getJobState(r.body.next.payload.executionId)).toBe('active');
+        expect(await stageNext.getWaitingCount()).toBe(1);
+      } finally {
+        await stageNext.close();
+      }
+      // The delivery it took is held like a pulled one, and its result takes the last message the same way.
+      const second = d.stages.find((s) => s.executionId === r.body.next.payload.executionId)!;
+      const r2 = await submit(second.stageId, { stageId: second.stageId, executionId: second.executionId, attempt: 1, isSuccess: true, ackToken: r.body.next.token, next: { queue: elsewhere.queue } });
+      expect(r2.status, r2.text).toBe(202);
+      expect(r2.body).toMatchObject({ acked: true, next: { payload: { executionId: elsewhere.stages[0]!.executionId } } });
+      expect(fetches).toBe(1);
+    } finally {
+      gw.fetcher.fetch = fetch;
+    }
   });
 
   it('next is null when the queue is empty, without waiting; the result is accepted all the same', async () => {

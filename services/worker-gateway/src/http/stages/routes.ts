@@ -83,11 +83,17 @@ export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiK
       if (body.next) checkOwnQueue(body.next.queue, caller.applicationId);
       const stage = await stageOfResult(deps, deliveries, caller, stageId, body);
       const accepted = await submitResult(deps, caller, stage, stageId, body);
-      // Decision 0098: the ack the worker would send next, done here once the result is confirmed.
-      const acked = body.ackToken === undefined ? {} : { acked: await ackAfterResult(deps, deliveries, body.ackToken) };
+      // Decision 0098: the ack the worker would send next, done here once the result is confirmed;
+      // with the pull on the same queue in one broker call (decision 0110).
+      const ack =
+        body.ackToken === undefined
+          ? undefined
+          : await ackAfterResult(deps, deliveries, body.ackToken, body.next && { queue: body.next.queue, applicationId: caller.applicationId });
       // Decision 0100: and the pull it would send after that.
-      const next = body.next ? { next: await pullNext(deps, deliveries, caller.applicationId, body.next, ctx.get('x-worker-session'), clientGone(ctx)) } : {};
-      sendJson(ctx, 202, { ...accepted, ...acked, ...next });
+      const next = body.next
+        ? { next: await pullNext(deps, deliveries, caller.applicationId, body.next, ctx.get('x-worker-session'), clientGone(ctx), ack?.taken) }
+        : {};
+      sendJson(ctx, 202, { ...accepted, ...(ack ? { acked: ack.acked } : {}), ...next });
     },
   );
   return router;
