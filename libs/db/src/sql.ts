@@ -31,8 +31,11 @@ const names = new Map<string, { text: string; custom: boolean }>();
  * `{ plan: 'custom' }` plans it for its actual parameters every time (one parse and plan per run):
  * for set-based statements over arrays, whose best plan depends on how many rows the arrays hold
  * and on how big the tables are now — a generic plan made while the tables were small (a young
- * database) keeps scanning them whole long after they have grown. Declaring one name twice with
- * different text is a bug.
+ * database) keeps scanning them whole long after they have grown. On the pool such a statement
+ * runs in a transaction of its own that lifts the pools' forced generic plans (three round trips:
+ * for sweeps and cleanups, not per-stage work); inside a caller's transaction it is sent unnamed but
+ * planned as that transaction's `plan_cache_mode` says (a keyLookups transaction: generic, with no
+ * sequential scan or parallel workers). Declaring one name twice with different text is a bug.
  */
 export function statement(name: string, text: string, options: { plan?: 'generic' | 'custom' } = {}): Statement {
   const known = names.get(name);
@@ -62,8 +65,9 @@ export interface Sql extends Queryable {
    * back when it throws. `readOnly` makes it a REPEATABLE READ READ ONLY snapshot (multi-statement
    * reads that must not tear). `keyLookups` tells the planner that every statement of the
    * transaction reads rows by key (`enable_seqscan = off`, no parallel workers, for it alone): see createSql.
+   * `customPlan` plans every statement of it for its parameters (`custom` statements on the pool).
    */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { readOnly?: boolean; keyLookups?: boolean }): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { readOnly?: boolean; keyLookups?: boolean; customPlan?: boolean }): Promise<T>;
 }
 
 function runner(client: pg.Pool | pg.PoolClient): Queryable {
@@ -85,9 +89,12 @@ function runner(client: pg.Pool | pg.PoolClient): Queryable {
  */
 export function createSql(pool: pg.Pool): Sql {
   const direct = runner(pool);
-  return {
+  const sql: Sql = {
     pool,
-    query: direct.query,
+    // createDb's connections force generic plans (decision 0101), and PostgreSQL applies that to
+    // unnamed statements too: a `custom` statement on the pool runs in a transaction of its own that
+    // asks for a plan made for its parameters (decision 0111).
+    query: (s, values) => (s.custom ? sql.transaction((tx) => tx.query(s, values), { customPlan: true }) : direct.query(s, values)),
     async transaction(fn, options = {}) {
       const client = await pool.connect();
       let broken = false;
@@ -98,7 +105,9 @@ export function createSql(pool: pg.Pool): Sql {
             : options.keyLookups
               ? // One round trip for both (the simple protocol takes several statements).
                 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0'
-              : 'BEGIN',
+              : options.customPlan
+                ? 'BEGIN; SET LOCAL plan_cache_mode = force_custom_plan'
+                : 'BEGIN',
         );
         const out = await fn(runner(client));
         await client.query('COMMIT');
@@ -116,6 +125,7 @@ export function createSql(pool: pg.Pool): Sql {
       }
     },
   };
+  return sql;
 }
 
 /** True for errors worth retrying the whole transaction for: deadlock, serialization, a lost connection. */
