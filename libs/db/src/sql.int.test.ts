@@ -22,17 +22,17 @@ const mode = (rows: { mode: string }[]) => rows[0]?.mode;
 
 describe('statement plans (decisions 0101, 0111)', () => {
   it('a named statement runs under the forced generic plan', async () => {
-    expect(mode(await sqlOf(database.db).query(modeNamed, [1]))).toBe('force_generic_plan');
+    expect(mode(await sqlOf(database.db).query<{ mode: string }>(modeNamed, [1]))).toBe('force_generic_plan');
   });
 
   it('a custom statement on the pool is planned for its parameters, not on the forced generic plan', async () => {
-    expect(mode(await sqlOf(database.db).query(modeCustom, [1]))).toBe('force_custom_plan');
+    expect(mode(await sqlOf(database.db).query<{ mode: string }>(modeCustom, [1]))).toBe('force_custom_plan');
     // The setting was the transaction's alone: the connection it ran on is back to generic plans.
-    const again = await Promise.all(Array.from({ length: 12 }, () => sqlOf(database.db).query(modeNamed, [1])));
+    const again = await Promise.all(Array.from({ length: 12 }, () => sqlOf(database.db).query<{ mode: string }>(modeNamed, [1])));
     expect(new Set(again.map(mode))).toEqual(new Set(['force_generic_plan']));
   });
 
   it("inside a caller's transaction a custom statement follows that transaction's setting", async () => {
-    expect(await sqlOf(database.db).transaction(async (tx) => mode(await tx.query(modeCustom, [1])), { keyLookups: true })).toBe('force_generic_plan');
+    expect(await sqlOf(database.db).transaction(async (tx) => mode(await tx.query<{ mode: string }>(modeCustom, [1])), { keyLookups: true })).toBe('force_generic_plan');
   });
 });
