@@ -159,16 +159,20 @@ export class StageNextFetcher {
         const lockToken = randomUUID();
         const job = (await entry.worker.getNextJob(lockToken, { block: false })) as Job<StageNextMessage> | undefined;
         if (!job) return null;
-        if (validateStageNextMessage(job.data).ok) {
-          message = { job, lockToken, queue, bytes: stageNextMessageBytes(job.data) };
-          return message;
-        }
-        // Not ours to deliver: drop it rather than hand a malformed payload to a worker.
-        await job.moveToFailed(new Error('invalid StageNext payload'), lockToken, false);
+        message = await this.deliverable(job, lockToken, queue);
+        if (message) return message;
       }
     } finally {
       if (!message) entry.users -= 1;
     }
+  }
+
+  /** The fetched job as a message to deliver; a malformed payload is failed instead (null). */
+  private async deliverable(job: Job<StageNextMessage>, lockToken: string, queue: string): Promise<FetchedMessage | null> {
+    if (validateStageNextMessage(job.data).ok) return { job, lockToken, queue, bytes: stageNextMessageBytes(job.data) };
+    // Not ours to deliver: drop it rather than hand a malformed payload to a worker.
+    await job.moveToFailed(new Error('invalid StageNext payload'), lockToken, false);
+    return null;
   }
 
   async complete(message: FetchedMessage): Promise<void> {
@@ -194,11 +198,7 @@ export class StageNextFetcher {
       if (!data || !entry) return null;
       const job = Job.fromJSON(entry.worker, data, id) as Job<StageNextMessage>;
       job.token = message.lockToken;
-      if (!validateStageNextMessage(job.data).ok) {
-        await job.moveToFailed(new Error('invalid StageNext payload'), message.lockToken, false);
-        return null;
-      }
-      next = { job, lockToken: message.lockToken, queue: message.queue, bytes: stageNextMessageBytes(job.data) };
+      next = await this.deliverable(job, message.lockToken, message.queue);
       return next;
     } finally {
       if (!next) this.release(message.queue);

@@ -154,7 +154,6 @@ export function acquireLease(db: Sql, request: LeaseRequest): Promise<LeaseGrant
 }
 
 async function acquireDistinct(db: Sql, requests: LeaseRequest[]): Promise<(LeaseGrant | null)[]> {
-  if (requests.length === 1) return [await tryAcquireLease(db, requests[0]!)];
   const together: LeaseRequest[] = [];
   const stages = new Set<number>();
   for (const r of requests) {
