@@ -261,7 +261,7 @@ function checkFacts(set, values, { docs, text, notes }) {
   check(set, !/\b(postgres(ql)?|rediss?):\/\//i.test(text), 'a connection URL appears in the rendered manifests');
   const configMap = named(docs, 'ConfigMap', `${RELEASE}-pipeline-orchestration-config`);
   check(set, configMap, 'no ConfigMap of settings');
-  for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS', 'DATABASE_POOL_MAX']) {
+  for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS', 'DATABASE_POOL_MAX', 'DATABASE_POOL_IDLE_SECONDS']) {
     check(set, typeof configMap?.data?.[key] === 'string' && /^\d+$/.test(configMap.data[key]), `ConfigMap lacks ${key} as a plain integer (got ${configMap?.data?.[key]})`);
   }
   for (const key of Object.keys(configMap?.data ?? {})) check(set, !/URL|PASSWORD|SECRET|TOKEN|CONNECTION_STRING/.test(key), `ConfigMap holds ${key}`);

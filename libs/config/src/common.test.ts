@@ -57,3 +57,15 @@ describe('DATABASE_CA_FILE', () => {
     }
   });
 });
+
+describe('DATABASE_POOL_IDLE_SECONDS', () => {
+  it('keeps idle connections five minutes by default, so a burst after a lull finds warm ones (decision 0112)', () => {
+    expect(parse({}).databasePoolIdleMs).toBe(300_000);
+    expect(parse({ DATABASE_POOL_IDLE_SECONDS: '30' }).databasePoolIdleMs).toBe(30_000);
+  });
+
+  it('refuses zero and values past a day', () => {
+    expect(() => parse({ DATABASE_POOL_IDLE_SECONDS: '0' })).toThrow(/DATABASE_POOL_IDLE_SECONDS must be >= 1/);
+    expect(() => parse({ DATABASE_POOL_IDLE_SECONDS: '86401' })).toThrow(/DATABASE_POOL_IDLE_SECONDS must be <= 86400/);
+  });
+});

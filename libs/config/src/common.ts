@@ -22,6 +22,8 @@ export interface CommonConfig {
   shutdownTimeoutMs: number;
   /** PostgreSQL connections per process; each service also caps it by its own concurrency. */
   databasePoolMax: number;
+  /** How long an idle PostgreSQL connection stays open in the pool (DATABASE_POOL_IDLE_SECONDS). */
+  databasePoolIdleMs: number;
 }
 
 /**
@@ -43,5 +45,6 @@ export function commonConfig(env: EnvReader, defaultPort: number, defaultMetrics
     queuePrefix: env.str('QUEUE_PREFIX', 'po'),
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0 }),
     databasePoolMax: env.int('DATABASE_POOL_MAX', 10, { min: 1, max: 200 }),
+    databasePoolIdleMs: env.int('DATABASE_POOL_IDLE_SECONDS', 300, { min: 1, max: 86_400 }) * 1000,
   };
 }

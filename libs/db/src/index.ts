@@ -23,6 +23,8 @@ export interface CreateDbOptions {
   schema?: string;
   /** Pool size; default 10. */
   max?: number;
+  /** How long a connection may sit idle in the pool before it is closed; default 5 minutes. */
+  idleMs?: number;
   /** PEM of the CA PostgreSQL's certificate must verify against (DATABASE_CA_FILE); see pgPoolConfig. */
   ca?: string | null;
 }
@@ -52,6 +54,7 @@ export function pgPoolConfig(url: string, ca?: string | null): PoolConfig & { sc
 }
 
 const sqlOfDb = new WeakMap<Db, Sql>();
+const DEFAULT_IDLE_MS = 300_000;
 
 /**
  * A PrismaClient on a pg pool of `max` connections (default 10). Call `$disconnect()` to close it
@@ -70,7 +73,18 @@ export function createDb(url: string, options: CreateDbOptions = {}): Db {
   if (schema) settings.push(`-c search_path="${schema.replaceAll('"', '""')}"`);
   config.options = settings.join(' ');
   // A request waiting for a connection gives up after 10 s (503 with Retry-After) rather than queueing forever.
-  const pool = new pg.Pool({ ...config, max: options.max ?? 10, connectionTimeoutMillis: 10_000 });
+  // Connections stay open through a lull (decision 0112): pg-pool's default closed them after 10 s
+  // idle, and the next burst (a schedule's minute, a creation spike) met new backends whose empty
+  // catalog caches and unparsed statements cost it 30–80 ms a request. TCP keepalive keeps the
+  // idle ones known to NAT gateways and load balancers that drop silent connections.
+  const pool = new pg.Pool({
+    ...config,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: options.idleMs ?? DEFAULT_IDLE_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 60_000,
+  });
   // A connection PostgreSQL terminates (restart, failover, pg_terminate_backend) must not crash the
   // process: the pool only listens for errors on idle connections, so every connection gets its own
   // listener for the time it is checked out. The statement in flight fails on its own and the pool

@@ -19,7 +19,7 @@ import { createFirstPasses } from './pipelines/first-pass.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.databasePoolMax, ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { max: config.databasePoolMax, idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
 // Its first passes publish the first stages of most pipelines: GET /metrics reads the depth and

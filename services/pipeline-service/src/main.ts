@@ -25,7 +25,7 @@ const BATCH_CONCURRENCY = 2;
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'pipeline-service', level: config.logLevel });
 // Event batches and the sweeper's statements run beside each other.
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4), ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4), idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 // GET /metrics reads depth and oldest age of the StageNext queues this process published to recently.

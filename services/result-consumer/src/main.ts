@@ -11,7 +11,7 @@ import { createResultApplier } from './consumer/apply-result.js';
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'result-consumer', level: config.logLevel });
 // Batches in flight, plus the statements beside them (marking published, resolving old messages).
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.batchConcurrency + 2), ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.batchConcurrency + 2), idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 

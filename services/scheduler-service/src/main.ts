@@ -18,6 +18,7 @@ const logger = createLogger({ service: 'scheduler-service', level: config.logLev
 // while the regular loop goes on beside it.
 const db = createDb(config.databaseUrl, {
   max: Math.min(config.databasePoolMax, (AHEAD_WAITING_PER_WORKER + 1) * config.concurrency + 4),
+  idleMs: config.databasePoolIdleMs,
   ca: config.databaseCa,
 });
 const redis = createRedis(config.redisUrl, 'producer');

@@ -11,7 +11,7 @@ import { observeWorkerGauges } from './sessions/metrics.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'worker-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.databasePoolMax, ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { max: config.databasePoolMax, idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
 const producerRedis = createRedis(config.redisUrl, 'producer');
 const fetchRedis = createRedis(config.redisUrl, 'worker');
 const wakeRedis = createRedis(config.redisUrl, 'worker');
