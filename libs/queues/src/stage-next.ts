@@ -78,7 +78,9 @@ export function createStageNextPublisher(
       } finally {
         entry.busy -= 1;
       }
-      await connection.publish(stageNextWakeChannel(prefix), name);
+      // The wake-up is a hint (a gateway's safety poll covers a lost one): its reply is not waited
+      // for, which keeps a round trip off every dispatch and out of the creation's transaction.
+      void connection.publish(stageNextWakeChannel(prefix), name).catch(() => undefined);
       options.onPublished?.(name);
     },
     async missing(jobs) {
