@@ -37,14 +37,27 @@ const ALL_SERVICES = [
 ];
 const STOP_TIMEOUT_MS = 30_000;
 
-const freePort = () =>
+const canListen = (port) =>
   new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+
+// Ports below the kernel's ephemeral range (32768–60999 by default): a port the kernel picked for
+// `listen(0)` comes from that range, where the services started before take the local ports of
+// their own connections to PostgreSQL and Redis, and one of them could take it before the service
+// meant to listen on it starts (seen as EADDRINUSE). Never the same port twice in one bench.
+const handedOut = new Set();
+async function freePort() {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!handedOut.has(port) && (await canListen(port))) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
 
 /** URL of database `name` on the admin server. */
 export function databaseUrl(name) {
