@@ -13,6 +13,9 @@
 //   create      idempotent creations open loop at BENCH_CREATE_RATE/s for BENCH_CREATE_SECONDS,
 //               no workers: client-side latency (request start → response read), non-2xx count.
 //
+// Each phase's line carries boxCalibrationMs: a fixed piece of work timed on the bench's Node just
+// before the phase (box.mjs); the machine's speed drifts, so compare figures of alike calibration.
+//
 // Environment (defaults in brackets):
 //   BENCH_PHASES           comma list of saturation,latency,create [all three]
 //   BENCH_PIPELINES        saturation pipelines [2000]
@@ -52,6 +55,7 @@ import { benchDb, startPgWork } from './pgwork.mjs';
 import { postmasterOf, startResourceMeter } from './resources.mjs';
 import { stageLatencies, waitAllTerminal, waitFirstDispatch } from './stages.mjs';
 import { benchNode } from './runtime.mjs';
+import { boxCalibrationMs } from './box.mjs';
 import { startWorkerProcesses } from './workers.mjs';
 
 const num = (name, fallback) => {
@@ -168,6 +172,7 @@ async function runPhase(phase, { tracing, template, log }) {
         OTEL_FILE_EXPORTER_PATH: join(spanDir, '{service}-{pid}.jsonl'),
       }
     : {};
+  const boxMs = boxCalibrationMs(); // before anything of the phase runs
   const cluster = await startBenchCluster({ env: otel, label, template });
   const redis = new Redis(REDIS_URL);
   let workers;
@@ -224,6 +229,7 @@ async function runPhase(phase, { tracing, template, log }) {
       history: HISTORY,
       stagesPerPipeline: STAGES,
       warmUp: warm,
+      boxCalibrationMs: boxMs,
     };
     let line;
     if (phase === 'saturation') {
