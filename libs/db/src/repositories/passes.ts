@@ -240,7 +240,10 @@ const WRITE_PASS = statement(
                  $10::text[], $11::timestamptz[], $12::text[], $13::timestamptz[], $14::uuid[])
        AS d(id, expected, status, set_output, output, finished_at, retry_attempt, failure_count,
             last_error_code, last_failed_at, failure_disposition, next_retry_at, current_execution_id)
-     WHERE s.id = d.id AND s.status = d.expected::"StageStatus"
+     -- The status is compared as text so that no index on it can be chosen: a generic plan made
+     -- while the table was small once reached the stages through (application_id, status),
+     -- scanning every stage of the application in that status (9 ms a batch instead of 1.4).
+     WHERE s.id = d.id AND s.status::text = d.expected
      RETURNING s.id
    ), ended AS (
      UPDATE stage_executions e SET ended_at = $1, end_reason = d.reason
