@@ -71,11 +71,11 @@ export interface Sql extends Queryable {
 }
 
 /*
- * pg is called in its callback form, each call wrapped in a promise of ours. Its promise form keeps
- * every result reachable from the previous one until the next full collection: on Node 24, 20–25%
- * of what a connection allocates (rows, field descriptions, the Query) outlived each scavenge and
- * was copied into the old generation, against none with callbacks (docs/performance.md, decision
- * 0113); in the services that was the bulk of the scavenge pauses.
+ * pg is called in its callback form, each call wrapped in a promise of ours. In its promise form,
+ * measured on Node 24, 20–25% of what a connection allocates (rows, field descriptions, the Query)
+ * stayed reachable past each scavenge and was copied into the old generation until a full
+ * collection freed it; with callbacks, none (docs/performance.md, decision 0113). In the services
+ * that was the bulk of the scavenge pauses.
  */
 function send(client: pg.Pool | pg.PoolClient, config: string | pg.QueryConfig): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => {
