@@ -1,5 +1,6 @@
-// The worker protocol: bootstrap, heartbeat, events, shutdown, pull, ack, lease, result, and the
-// StageNextMessage payload (api-spec.md "Worker protocol resources", addendum §5.1-§5.4, §12, §13).
+// The worker protocol's JSON schemas: bootstrap, heartbeat, events, shutdown, pull, ack, lease,
+// result, and the StageNextMessage payload (api-spec.md "Worker protocol resources", addendum
+// §5.1-§5.4, §12, §13). Their TypeScript types are in worker-messages.ts.
 import {
   arrayOf,
   bool,
@@ -17,197 +18,14 @@ import {
   utcDateTime,
 } from './fragments.js';
 import type { JsonSchema } from './fragments.js';
-import type { JsonObject } from './json.js';
 import { limits } from './limits.js';
-import { contextItemInputSchema, type ContextItemInput, type StageInfo } from './pipelines.js';
+import { contextItemInputSchema } from './pipelines.js';
 // Registers StageOptions and ContextItem, which StageNextMessage refers to.
 import './pipeline-responses.js';
-import type { ContextItem, StageOptions } from './pipeline-responses.js';
 import { registerSchemas } from './validate.js';
+import { LEASE_REFUSAL_REASONS, WORKER_EVENT_KINDS } from './worker-messages.js';
 
-// ---------------------------------------------------------------------------------------------
-// Enumerations
-
-export const WORKER_EVENT_KINDS = [
-  'started',
-  'stopping',
-  'stopped',
-  'stage_started',
-  'stage_completed',
-  'stage_failed',
-  'lease_lost',
-  'error',
-  'custom',
-] as const;
-export type WorkerEventKind = (typeof WORKER_EVENT_KINDS)[number];
-
-export const LEASE_REFUSAL_REASONS = [
-  'pipeline_cancelled',
-  'stage_terminal',
-  'stale_execution',
-  'lease_held',
-  'lease_expired',
-  'not_owner',
-] as const;
-export type LeaseRefusalReason = (typeof LEASE_REFUSAL_REASONS)[number];
-
-// ---------------------------------------------------------------------------------------------
-// Request types
-
-export interface BootstrapRequest {
-  instanceId: string;
-  workerName?: string;
-  handlers?: string[];
-  sdkVersion?: string;
-  hostname?: string;
-  metadata?: JsonObject;
-}
-
-export interface HeartbeatRequest {
-  workerId: string;
-  inFlight?: number;
-  processed?: number;
-  failed?: number;
-}
-
-export interface WorkerEvent {
-  kind: WorkerEventKind;
-  /** RFC 3339 with an offset; default now. */
-  at?: string;
-  message?: string;
-  stageId?: number;
-  pipelineId?: number;
-  data?: JsonObject;
-}
-
-export interface WorkerEventsRequest {
-  workerId: string;
-  events: WorkerEvent[];
-}
-
-export interface ShutdownRequest {
-  workerId: string;
-  reason?: string;
-}
-
-export interface PullJobRequest {
-  queue: string;
-  /** 0..20, default 0. */
-  waitSeconds?: number;
-  /** Extension (decision 0098): acquire the delivered stage's lease in the same call. */
-  lease?: { workerId: string };
-}
-
-export interface AckJobRequest {
-  token: string;
-  /** Default false. */
-  requeue?: boolean;
-}
-
-export interface StageLeaseRequest {
-  executionId: string;
-  workerId: string;
-}
-
-export interface StageResultLog {
-  message: string;
-  logLevel?: string;
-  created?: string;
-}
-
-export interface StageResultSubmit {
-  stageId: number;
-  executionId: string;
-  attempt: number;
-  pipelineId?: number;
-  /** Omission decodes as false. */
-  isSuccess?: boolean;
-  result?: string;
-  isWaitingForApproval?: boolean;
-  errorCode?: string;
-  retryable?: boolean;
-  /** Accepted but unused. */
-  nextStageId?: number;
-  /** Accepted but unused. */
-  runNextIfCurrentFailed?: boolean;
-  logs?: StageResultLog[];
-  contextItems?: ContextItemInput[];
-  appendedStages?: StageInfo[];
-  /** Extension (decision 0098): after the 202, acknowledge this delivery (requeue=false). */
-  ackToken?: string;
-  /** Extension (decision 0100): after the 202 (and the ack), pull once more without waiting. */
-  next?: PullNextRequest;
-}
-
-/** Decision 0100: the pull a result may carry; never waits (as waitSeconds 0). */
-export interface PullNextRequest {
-  queue: string;
-  lease?: { workerId: string };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Response types
-
-export interface MessageBrokerInfo {
-  enabled: boolean;
-  connectionString: string | null;
-}
-
-export interface BootstrapResponse {
-  workerId: string;
-  sessionToken: string;
-  sessionExpiresAt: string;
-  applicationId: number;
-  queues: string[];
-  heartbeatIntervalSeconds: number;
-  messageBroker: MessageBrokerInfo;
-}
-
-export interface StageLeaseResponse {
-  acquired: boolean;
-  attempt: number | null;
-  leaseExpiresAt: string | null;
-  reason: LeaseRefusalReason | null;
-}
-
-/** The payload of a pulled job (addendum §5.1); also the queue payload of a dispatch. */
-export interface StageNextMessage {
-  applicationId: number;
-  pipelineId: number;
-  stageId: number;
-  executionId: string;
-  stageName: string;
-  stageHandlerName: string;
-  input: string;
-  options: StageOptions;
-  /** Real values, sensitive ones included, deleted keys excluded. */
-  pipelineContextItems: ContextItem[];
-  traceId: string;
-  spanId: string;
-  dispatchedAt: string;
-  timeOutSeconds: number | null;
-  previousAttempts: number;
-}
-
-export interface PullJobResponse {
-  token: string;
-  queue: string;
-  payload: StageNextMessage;
-  messageId: string;
-  headers: JsonObject;
-  /** Only when the pull asked for it; null when the acquisition got no answer (decision 0098). */
-  lease?: StageLeaseResponse | null;
-}
-
-export interface StageResultAccepted {
-  accepted: boolean;
-  stageId: number;
-  executionId: string;
-  /** Only when the result carried an ackToken: whether this process held and acknowledged it. */
-  acked?: boolean;
-  /** Only when the result carried `next`: the delivery it pulled, or null when none was taken (decision 0100). */
-  next?: PullJobResponse | null;
-}
+export * from './worker-messages.js';
 
 // ---------------------------------------------------------------------------------------------
 // Request schemas
