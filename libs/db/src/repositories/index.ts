@@ -11,6 +11,7 @@ export * from './dispatch.js';
 export * from './executions.js';
 export * from './workers.js';
 export * from './schedules.js';
+export * from './schedule-runs.js';
 export * from './worker-activity.js';
 export * from './worker-metrics.js';
 export * from './passes.js';

@@ -1,5 +1,5 @@
 import type { DbOrTx } from '../db-types.js';
-import { toRun, type RawRun, type ScheduleRunRecord, type ScheduleRunStatus } from './schedules.js';
+import { toRun, type RawRun, type ScheduleRunRecord, type ScheduleRunStatus } from './schedule-runs.js';
 
 /**
  * Runs of POST /schedules/{name}/backfill (issue 11, decision 0087). A Backfill run names its tick

@@ -1,6 +1,7 @@
 import type { NewPipeline } from '@po/domain';
 import { statement, type Queryable } from '../sql.js';
-import type { NewRun, SchedulePlanRecord, SchedulePlanWrite } from './schedules.js';
+import type { NewRun } from './schedule-runs.js';
+import type { SchedulePlanRecord, SchedulePlanWrite } from './schedules.js';
 
 /**
  * The scheduler's set-based fire transaction (decision 0086), on plain pg (decision 0060): lock a

@@ -1,6 +1,6 @@
 import { statement, type Queryable } from '../sql.js';
 import { STORED_PIPELINE_JSON, pipelineRecord, type PipelineJson, type PipelineRecord } from './pipeline-view.js';
-import { toRun, type RawRun, type ScheduleRunRecord } from './schedules.js';
+import { toRun, type RawRun, type ScheduleRunRecord } from './schedule-runs.js';
 
 const RUN_WITH_PIPELINE = statement(
   'schedule_run_with_pipeline',
