@@ -27,6 +27,11 @@ export interface CreateDbOptions {
   idleMs?: number;
   /** PEM of the CA PostgreSQL's certificate must verify against (DATABASE_CA_FILE); see pgPoolConfig. */
   ca?: string | null;
+  /**
+   * Runs on each new connection before the pool hands it out (the pool waits for it; a rejection
+   * fails that checkout): statements to prepare ahead, without racing the first caller's own.
+   */
+  onConnect?: (client: pg.ClientBase) => Promise<void>;
 }
 
 /**
@@ -84,6 +89,7 @@ export function createDb(url: string, options: CreateDbOptions = {}): Db {
     idleTimeoutMillis: options.idleMs ?? DEFAULT_IDLE_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: 60_000,
+    ...(options.onConnect ? { onConnect: options.onConnect } : {}),
   });
   // A connection PostgreSQL terminates (restart, failover, pg_terminate_backend) must not crash the
   // process: the pool only listens for errors on idle connections, so every connection gets its own

@@ -7,7 +7,7 @@ import { createLogger, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { SchedulerDeps } from './scheduler/deps.js';
-import { warmFireConnections } from './scheduler/fire-batch.js';
+import { warmFireConnection } from './scheduler/fire-batch.js';
 import { startSchedulerLoop } from './scheduler/loop.js';
 import { AHEAD_WAITING_PER_WORKER } from './scheduler/pass.js';
 import { PLAN_CACHE_BYTES, PlanCache } from './scheduler/plan-cache.js';
@@ -20,9 +20,9 @@ const db = createDb(config.databaseUrl, {
   max: Math.min(config.databasePoolMax, (AHEAD_WAITING_PER_WORKER + 1) * config.concurrency + 4),
   idleMs: config.databasePoolIdleMs,
   ca: config.databaseCa,
+  onConnect: warmFireConnection,
 });
 const redis = createRedis(config.redisUrl, 'producer');
-warmFireConnections(db);
 
 const deps: SchedulerDeps = {
   db,
