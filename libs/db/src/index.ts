@@ -4,7 +4,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg, { type PoolConfig } from 'pg';
 import { PrismaClient } from './generated/prisma/client.js';
 import type { Db } from './db-types.js';
-import { createSql, type Sql } from './sql.js';
+import { createSql, runner, type Queryable, type Sql } from './sql.js';
 
 // Enums (values and types), model types, $Enums and the Prisma namespace.
 export * from './generated/prisma/client.js';
@@ -31,7 +31,7 @@ export interface CreateDbOptions {
    * Runs on each new connection before the pool hands it out (the pool waits for it; a rejection
    * fails that checkout): statements to prepare ahead, without racing the first caller's own.
    */
-  onConnect?: (client: pg.ClientBase) => Promise<void>;
+  onConnect?: (connection: Queryable) => Promise<void>;
 }
 
 /**
@@ -68,6 +68,7 @@ const DEFAULT_IDLE_MS = 300_000;
  */
 export function createDb(url: string, options: CreateDbOptions = {}): Db {
   const { schema: urlSchema, ...config } = pgPoolConfig(url, options.ca);
+  const { onConnect } = options;
   const schema = options.schema ?? urlSchema;
   // Named statements (sql.ts) are the ones meant for a generic plan; left to choose, PostgreSQL
   // planned the creation statement afresh on every run (0.5 ms of planning for 0.5 ms of work, and a
@@ -89,7 +90,7 @@ export function createDb(url: string, options: CreateDbOptions = {}): Db {
     idleTimeoutMillis: options.idleMs ?? DEFAULT_IDLE_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: 60_000,
-    ...(options.onConnect ? { onConnect: options.onConnect } : {}),
+    ...(onConnect ? { onConnect: (client: pg.ClientBase) => onConnect(runner(client)) } : {}),
   });
   // A connection PostgreSQL terminates (restart, failover, pg_terminate_backend) must not crash the
   // process: the pool only listens for errors on idle connections, so every connection gets its own

@@ -77,7 +77,7 @@ export interface Sql extends Queryable {
  * collection freed it; with callbacks, none (docs/performance.md, decision 0113). In the services
  * that was the bulk of the scavenge pauses.
  */
-function send(client: pg.Pool | pg.PoolClient, config: string | pg.QueryConfig): Promise<pg.QueryResult> {
+function send(client: pg.Pool | pg.ClientBase, config: string | pg.QueryConfig): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => {
     client.query(config as pg.QueryConfig, (err: Error | undefined, result: pg.QueryResult) => (err ? reject(err) : resolve(result)));
   });
@@ -89,7 +89,8 @@ function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
   });
 }
 
-function runner(client: pg.Pool | pg.PoolClient): Queryable {
+/** Statements on one connection (or on the pool), as `sql` runs them. */
+export function runner(client: pg.Pool | pg.ClientBase): Queryable {
   return {
     async query<R>(s: Statement, values: readonly unknown[] = []) {
       const result = await send(client, s.custom ? { text: s.text, values: values as unknown[] } : { name: s.name, text: s.text, values: values as unknown[] });

@@ -314,20 +314,12 @@ export async function untilInstant(clock: () => Date, at: Date): Promise<void> {
 
 const outcomeOf = (d: TickDecision): TickOutcome => ({ Created: 'created', Failed: 'failed', Skipped: 'skipped', Queued: 'queued' })[d.status] as TickOutcome;
 
-/** What warmFireConnection needs of a new pg connection. */
-export interface NewConnection {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
-}
-
 /**
  * Prepares the fire statements on a new connection before the pool hands it out (createDb's
  * `onConnect`, which the pool waits for): a burst then finds them planned and the tables' catalog
  * entries loaded, instead of paying that on each cold connection at the fire time. A failure only
  * loses the warm-up; the statements are then prepared on first use.
  */
-export async function warmFireConnection(client: NewConnection): Promise<void> {
-  const runner: Queryable = {
-    query: async <R>(s: { name: string; text: string }, values: readonly unknown[] = []) => (await client.query({ name: s.name, text: s.text, values: [...values] })).rows as R[],
-  };
-  await prepareFireStatements(runner).catch(() => undefined);
+export async function warmFireConnection(connection: Queryable): Promise<void> {
+  await prepareFireStatements(connection).catch(() => undefined);
 }
