@@ -69,3 +69,20 @@ describe('DATABASE_POOL_IDLE_SECONDS', () => {
     expect(() => parse({ DATABASE_POOL_IDLE_SECONDS: '86401' })).toThrow(/DATABASE_POOL_IDLE_SECONDS must be <= 86400/);
   });
 });
+
+describe('PostgreSQL behind a pooler and its bounds (issue 27)', () => {
+  it('DATABASE_DIRECT_URL is null when unset, else a postgresql:// URL', () => {
+    expect(parse({}).databaseDirectUrl).toBeNull();
+    expect(parse({ DATABASE_DIRECT_URL: 'postgresql://app@db:5432/po' }).databaseDirectUrl).toBe('postgresql://app@db:5432/po');
+    expect(() => parse({ DATABASE_DIRECT_URL: 'redis://db:6379' })).toThrow(/DATABASE_DIRECT_URL must use postgres or postgresql/);
+    expect(() => parse({ DATABASE_DIRECT_URL: 'not a url' })).toThrow(/DATABASE_DIRECT_URL is not a valid URL/);
+  });
+
+  it('statement, lock and idle-in-transaction timeouts default to 30 s, 10 s and 15 s; 0 turns one off', () => {
+    expect(parse({}).databaseTimeouts).toEqual({ statementMs: 30_000, lockMs: 10_000, idleInTransactionMs: 15_000 });
+    expect(
+      parse({ DATABASE_STATEMENT_TIMEOUT_MS: '0', DATABASE_LOCK_TIMEOUT_MS: '2500', DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '60000' }).databaseTimeouts,
+    ).toEqual({ statementMs: 0, lockMs: 2500, idleInTransactionMs: 60_000 });
+    expect(() => parse({ DATABASE_LOCK_TIMEOUT_MS: '-1' })).toThrow(/DATABASE_LOCK_TIMEOUT_MS must be >= 0/);
+  });
+});

@@ -24,6 +24,27 @@ export interface CommonConfig {
   databasePoolMax: number;
   /** How long an idle PostgreSQL connection stays open in the pool (DATABASE_POOL_IDLE_SECONDS). */
   databasePoolIdleMs: number;
+  /**
+   * The server itself when DATABASE_URL is a transaction-mode pooler's (`pgbouncer=true`), for what
+   * needs a session of its own: LISTEN, migrations (DATABASE_DIRECT_URL).
+   */
+  databaseDirectUrl: string | null;
+  /** Bounds on every wait in PostgreSQL, ms (0: none): statement, lock, idle in a transaction. */
+  databaseTimeouts: { statementMs: number; lockMs: number; idleInTransactionMs: number };
+}
+
+/**
+ * Everything createDb (@po/db) takes from the configuration, for a pool of `applicationName`
+ * (what pg_stat_activity calls its connections).
+ */
+export function databaseOptions(config: CommonConfig, applicationName: string) {
+  return {
+    idleMs: config.databasePoolIdleMs,
+    ca: config.databaseCa,
+    directUrl: config.databaseDirectUrl,
+    timeouts: config.databaseTimeouts,
+    applicationName,
+  };
 }
 
 /**
@@ -46,5 +67,12 @@ export function commonConfig(env: EnvReader, defaultPort: number, defaultMetrics
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0 }),
     databasePoolMax: env.int('DATABASE_POOL_MAX', 10, { min: 1, max: 200 }),
     databasePoolIdleMs: env.int('DATABASE_POOL_IDLE_SECONDS', 300, { min: 1, max: 86_400 }) * 1000,
+    databaseDirectUrl: env.optionalUrl('DATABASE_DIRECT_URL', ['postgres', 'postgresql']),
+    // A frozen or partitioned process keeps its row locks only this long (decision 0116).
+    databaseTimeouts: {
+      statementMs: env.int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, { min: 0, max: 3_600_000 }),
+      lockMs: env.int('DATABASE_LOCK_TIMEOUT_MS', 10_000, { min: 0, max: 3_600_000 }),
+      idleInTransactionMs: env.int('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 15_000, { min: 0, max: 3_600_000 }),
+    },
   };
 }

@@ -15,6 +15,8 @@ export interface EnvReader {
   int(name: string, fallback: number, range?: { min?: number; max?: number }): number;
   bool(name: string, fallback: boolean): boolean;
   url(name: string, fallback: string, protocols: string[]): string;
+  /** A URL, or null when the variable is unset. */
+  optionalUrl(name: string, protocols: string[]): string | null;
   oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T;
   /** The contents of the file the variable names (read now, once), or null when it is unset. */
   file(name: string): string | null;
@@ -62,6 +64,9 @@ export function envReader(env: Env = process.env): EnvReader {
         problems.push(`${name} is not a valid URL`);
       }
       return value;
+    },
+    optionalUrl(name, protocols) {
+      return raw(name) === undefined ? null : this.url(name, '', protocols);
     },
     oneOf(name, fallback, allowed) {
       const value = raw(name);

@@ -1,2 +1,2 @@
 export { ConfigError, envReader, loadConfig, type EnvReader } from './env.js';
-export { commonConfig, type CommonConfig } from './common.js';
+export { commonConfig, databaseOptions, type CommonConfig } from './common.js';

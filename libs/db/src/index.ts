@@ -4,6 +4,8 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg, { type PoolConfig } from 'pg';
 import { PrismaClient } from './generated/prisma/client.js';
 import type { Db } from './db-types.js';
+import { dropReadOnlyConnections, withTransactionSettings } from './connections.js';
+import { createNotifications } from './notifications.js';
 import { createSql, runner, type Queryable, type Sql } from './sql.js';
 
 // Enums (values and types), model types, $Enums and the Prisma namespace.
@@ -16,6 +18,7 @@ export { Batcher } from './batcher.js';
 export { createSql, declaredStatements, isTransientDbError, statement, type Queryable, type Sql, type Statement } from './sql.js';
 export { API_KEY_CACHE, API_KEY_CHANNEL, createApiKeyCache, type ApiKeyCache, type ApiKeyCacheOptions } from './api-key-cache.js';
 export { createNotifiedCache, type NotifiedCache, type NotifiedCacheOptions } from './notified-cache.js';
+export type { Notifications } from './notifications.js';
 export { WORKER_SESSION_CACHE, WORKER_SESSION_CHANNEL, createWorkerSessionCache, type LiveSession } from './worker-session-cache.js';
 
 export interface CreateDbOptions {
@@ -30,25 +33,43 @@ export interface CreateDbOptions {
   /**
    * Runs on each new connection before the pool hands it out (the pool waits for it; a rejection
    * fails that checkout): statements to prepare ahead, without racing the first caller's own.
+   * Not run behind a pooler, where a connection's statements land on whichever server connection.
    */
   onConnect?: (connection: Queryable) => Promise<void>;
+  /**
+   * DATABASE_DIRECT_URL: the server itself, for what needs a session of its own (the LISTEN of the
+   * notified caches). Default: `url`, unless `url` is a pooler's (`pgbouncer=true`): then nothing listens.
+   */
+  directUrl?: string | null;
+  /** statement_timeout, lock_timeout and idle_in_transaction_session_timeout, ms; 0 or unset: the server's. */
+  timeouts?: DatabaseTimeouts;
+  /** application_name: how the server lists these connections (pg_stat_activity). */
+  applicationName?: string;
+}
+
+export interface DatabaseTimeouts {
+  statementMs?: number;
+  lockMs?: number;
+  idleInTransactionMs?: number;
 }
 
 /**
  * Discrete pg settings from a postgresql:// URL. Discrete settings, not `connectionString`: with a
  * connection string pg lets the URL override other settings such as `database`. With `ca`, TLS is
  * on and verifies the server against that CA (and its host name) whatever `sslmode` says: a CA was
- * given precisely so that an impostor or a plain-text downgrade is refused.
+ * given precisely so that an impostor or a plain-text downgrade is refused. `pgbouncer=true`
+ * (Prisma's convention) says the URL is a transaction-mode pooler's: `pooled`.
  */
-export function pgPoolConfig(url: string, ca?: string | null): PoolConfig & { schema?: string } {
+export function pgPoolConfig(url: string, ca?: string | null): PoolConfig & { schema?: string; pooled: boolean } {
   const u = new URL(url);
   if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') throw new Error('database URL must be a postgresql:// URL');
   const sslmode = u.searchParams.get('sslmode');
-  const config: PoolConfig & { schema?: string } = {
+  const config: PoolConfig & { schema?: string; pooled: boolean } = {
     host: decodeURIComponent(u.hostname) || '127.0.0.1',
     port: u.port ? Number(u.port) : 5432,
     user: decodeURIComponent(u.username) || 'postgres',
     database: decodeURIComponent(u.pathname.slice(1)) || 'postgres',
+    pooled: u.searchParams.get('pgbouncer') === 'true',
   };
   if (u.password) config.password = decodeURIComponent(u.password);
   if (ca) config.ssl = { ca, rejectUnauthorized: true };
@@ -63,26 +84,41 @@ const DEFAULT_IDLE_MS = 300_000;
 
 /**
  * A PrismaClient on a pg pool of `max` connections (default 10). Call `$disconnect()` to close it
- * (it ends the pool). `sqlOf(db)` runs plain prepared statements on the same pool, and the API key
- * cache's LISTEN connection copies the pool's options, so `ca` covers all three.
+ * (it ends the pool). `sqlOf(db)` runs plain prepared statements on the same pool, and the notified
+ * caches' LISTEN session copies the pool's options (on the direct server), so `ca` covers all three.
+ *
+ * Settings PostgreSQL takes per session (generic plans for named statements, decision 0101; the
+ * timeouts; `search_path`) travel as startup options on a direct connection. A transaction-mode
+ * pooler refuses or drops startup options, so behind one (decision 0116) every transaction sets
+ * them with `SET LOCAL`: `sql`'s in its BEGIN round trip, Prisma's in one more statement after its
+ * BEGIN. A statement outside a transaction gets the role's defaults there.
  */
 export function createDb(url: string, options: CreateDbOptions = {}): Db {
-  const { schema: urlSchema, ...config } = pgPoolConfig(url, options.ca);
-  const { onConnect } = options;
+  const { schema: urlSchema, pooled, ...config } = pgPoolConfig(url, options.ca);
   const schema = options.schema ?? urlSchema;
+  if (pooled && schema && schema !== 'public') {
+    // search_path cannot travel through the pooler, and single statements would miss a SET LOCAL.
+    throw new Error(`?schema=${schema} is not supported with pgbouncer=true: set the role's search_path (ALTER ROLE … SET search_path) and drop it from the URL`);
+  }
+  const timeouts = timeoutSettings(options.timeouts ?? {});
   // Named statements (sql.ts) are the ones meant for a generic plan; left to choose, PostgreSQL
   // planned the creation statement afresh on every run (0.5 ms of planning for 0.5 ms of work, and a
   // generic plan runs it as fast). Unnamed statements — the custom ones and Prisma's — are planned
   // per run regardless of this setting.
-  const settings = ['-c plan_cache_mode=force_generic_plan'];
-  // The adapter qualifies generated queries with `schema`; search_path covers $queryRaw as well.
-  if (schema) settings.push(`-c search_path="${schema.replaceAll('"', '""')}"`);
-  config.options = settings.join(' ');
+  const session: [string, string][] = [['plan_cache_mode', 'force_generic_plan'], ...timeouts];
+  if (!pooled) {
+    const startup = session.map(([name, value]) => `-c ${name}=${value}`);
+    // The adapter qualifies generated queries with `schema`; search_path covers $queryRaw as well.
+    if (schema) startup.push(`-c search_path="${schema.replaceAll('"', '""')}"`);
+    config.options = startup.join(' ');
+  }
+  if (options.applicationName) config.application_name = options.applicationName;
   // A request waiting for a connection gives up after 10 s (503 with Retry-After) rather than queueing forever.
   // Connections stay open through a lull (decision 0112): pg-pool's default closed them after 10 s
   // idle, and the next burst (a schedule's minute, a creation spike) met new backends whose empty
   // catalog caches and unparsed statements cost it 30–80 ms a request. TCP keepalive keeps the
   // idle ones known to NAT gateways and load balancers that drop silent connections.
+  const { onConnect } = options;
   const pool = new pg.Pool({
     ...config,
     max: options.max ?? 10,
@@ -90,18 +126,44 @@ export function createDb(url: string, options: CreateDbOptions = {}): Db {
     idleTimeoutMillis: options.idleMs ?? DEFAULT_IDLE_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: 60_000,
-    ...(onConnect ? { onConnect: (client: pg.ClientBase) => onConnect(runner(client)) } : {}),
+    ...(onConnect && !pooled ? { onConnect: (client: pg.ClientBase) => onConnect(runner(client)) } : {}),
   });
+  const notifications = createNotifications(
+    options.directUrl ? directConfig(options.directUrl, options, config.application_name) : pooled ? null : { ...config, options: undefined, keepAlive: true },
+    'DATABASE_URL is a pooler (pgbouncer=true) and DATABASE_DIRECT_URL is not set: the API-key and session caches are off',
+  );
   // A connection PostgreSQL terminates (restart, failover, pg_terminate_backend) must not crash the
   // process: the pool only listens for errors on idle connections, so every connection gets its own
   // listener for the time it is checked out. The statement in flight fails on its own and the pool
   // replaces the connection.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
+  dropReadOnlyConnections(pool, () => notifications.reconnect());
   const adapter = new PrismaPg(pool, { ...(schema ? { schema } : {}), disposeExternalPool: true });
-  const db = new PrismaClient({ adapter });
-  sqlOfDb.set(db, createSql(pool));
+  const db = new PrismaClient({ adapter: pooled ? withTransactionSettings(adapter, timeouts) : adapter });
+  sqlOfDb.set(db, createSql(pool, { pooled, transactionSettings: session, notifications }));
   return db;
+}
+
+function timeoutSettings(t: DatabaseTimeouts): [string, string][] {
+  const out: [string, string][] = [];
+  if (t.statementMs) out.push(['statement_timeout', String(t.statementMs)]);
+  if (t.lockMs) out.push(['lock_timeout', String(t.lockMs)]);
+  if (t.idleInTransactionMs) out.push(['idle_in_transaction_session_timeout', String(t.idleInTransactionMs)]);
+  return out;
+}
+
+/** The LISTEN session's settings: the direct server, with the pool's TLS and name. */
+function directConfig(directUrl: string, options: CreateDbOptions, applicationName: string | undefined): pg.ClientConfig {
+  const { schema: _schema, pooled, ...config } = pgPoolConfig(directUrl, options.ca);
+  if (pooled) throw new Error('DATABASE_DIRECT_URL must name the server itself, not a pooler (pgbouncer=true)');
+  return { ...config, keepAlive: true, ...(applicationName ? { application_name: applicationName } : {}) };
+}
+
+/** The pool's size and use, and the LISTEN session (po_db_pool_* metrics). */
+export function poolSample(db: Db): { max: number; total: number; idle: number; waiting: number; sessions: number } {
+  const { pool, notifications } = sqlOf(db);
+  return { max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, sessions: notifications.connections };
 }
 
 /** Plain prepared statements on the pool of a client made by createDb. */

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import type { Sql } from './sql.js';
 
 export interface NotifiedCacheOptions {
@@ -23,8 +22,8 @@ export interface NotifiedCache<T> {
  * 0099). A notification on a `drop` channel removes the entry named by its payload; one on a
  * `clear` channel empties the cache (the payload names something the entries cannot be found by).
  * A load that overlapped any notification is not cached, the TTL bounds the damage of a lost one,
- * and while the listening connection is down nothing is cached at all. Misses are never cached,
- * so guessing keys cannot fill the memory.
+ * and while the process's listening session (`sql.notifications`) is down nothing is cached at
+ * all. Misses are never cached, so guessing keys cannot fill the memory.
  */
 export function createNotifiedCache<T>(
   sql: Sql,
@@ -37,44 +36,23 @@ export function createNotifiedCache<T>(
   // Bumped by every notification: a load that overlapped one is not cached (it may predate it).
   let epoch = 0;
   let listening = false;
-  let closed = false;
-  let listener: pg.Client | undefined;
-  let retry: NodeJS.Timeout | undefined;
   let announceListening!: () => void;
   const listeningOnce = new Promise<void>((resolve) => (announceListening = resolve));
 
-  const listen = async (): Promise<void> => {
-    if (closed) return;
-    const client = new pg.Client(sql.pool.options);
-    client.on('notification', (n) => {
+  const unsubscribe = sql.notifications.subscribe([...channels.drop, ...clearing], {
+    notify(channel, payload) {
       epoch += 1;
-      if (clearing.has(n.channel)) entries.clear();
-      else if (n.payload) entries.delete(n.payload);
-    });
-    const lost = () => {
-      listening = false;
-      entries.clear();
-      client.removeAllListeners('end');
-      client.on('error', () => undefined);
-      void client.end().catch(() => undefined);
-      if (!closed) retry = setTimeout(() => void listen(), 1000);
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    try {
-      await client.connect();
-      for (const channel of [...channels.drop, ...clearing]) await client.query(`LISTEN ${channel}`);
-      listener = client;
-      // Anything cached before listening may have changed unheard.
+      if (clearing.has(channel)) entries.clear();
+      else if (payload) entries.delete(payload);
+    },
+    listening(on) {
+      // Anything cached before listening may have changed unheard, and nothing is heard while down.
       entries.clear();
       epoch += 1;
-      listening = true;
-      announceListening();
-    } catch {
-      lost();
-    }
-  };
-  void listen();
+      listening = on;
+      if (on) announceListening();
+    },
+  });
 
   return {
     listening: listeningOnce,
@@ -96,16 +74,9 @@ export function createNotifiedCache<T>(
       return value;
     },
     async close() {
-      closed = true;
-      clearTimeout(retry);
+      unsubscribe();
       listening = false;
       entries.clear();
-      const client = listener;
-      listener = undefined;
-      if (client) {
-        client.removeAllListeners('end');
-        await client.end().catch(() => undefined);
-      }
     },
   };
 }

@@ -42,3 +42,47 @@ describe('idle connections', () => {
     expect(await openAfterLull(db, 600)).toBe(0);
   });
 });
+
+// A failover that leaves the old primary running read-only (issue 27): its answer to a write,
+// 25006, retires every connection of the pool, so the next ones go through the address again.
+describe('a server that turned read-only', () => {
+  const backendPid = statement('test_pool_backend_pid', 'SELECT pg_backend_pid() AS pid');
+  const write = statement('test_pool_write', 'CREATE TEMP TABLE IF NOT EXISTS test_pool_written (id int)');
+
+  /** Opens `n` connections and makes each one's server refuse writes, as a demoted primary does. */
+  async function demoted(db: Db, n: number): Promise<number[]> {
+    const { pool } = sqlOf(db);
+    const clients = await Promise.all(Array.from({ length: n }, () => pool.connect()));
+    const pids: number[] = [];
+    for (const c of clients) {
+      await c.query('SET default_transaction_read_only = on');
+      pids.push((await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+    }
+    clients.forEach((c) => c.release());
+    return pids;
+  }
+
+  const alive = async (pids: number[]) =>
+    (await database.db.$queryRawUnsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])', pids))[0]!.n;
+
+  it('one refused write drops every connection of the pool, idle ones included; the next statements reach a writable server', async () => {
+    const db = createDb(database.url, { max: 3 });
+    opened.push(db);
+    const pids = await demoted(db, 3);
+    expect(await alive(pids)).toBe(3);
+    await expect(sqlOf(db).transaction((tx) => tx.query(write))).rejects.toMatchObject({ code: '25006' });
+    await expect.poll(() => alive(pids), { timeout: 3000, interval: 20 }).toBe(0);
+    const [now] = await sqlOf(db).query<{ pid: number }>(backendPid);
+    expect(pids).not.toContain(now!.pid);
+    await sqlOf(db).transaction((tx) => tx.query(write));
+  });
+
+  it("so does a refusal inside a Prisma transaction (whose adapter hands the connection back as healthy)", async () => {
+    const db = createDb(database.url, { max: 2 });
+    opened.push(db);
+    const pids = await demoted(db, 2);
+    await expect(db.$transaction((tx) => tx.$executeRawUnsafe(write.text))).rejects.toThrow();
+    await expect.poll(() => alive(pids), { timeout: 3000, interval: 20 }).toBe(0);
+    await db.$transaction((tx) => tx.$executeRawUnsafe(write.text));
+  });
+});

@@ -1,10 +1,20 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { createNotifications, type Notifications } from './notifications.js';
 
 /**
  * Plain `pg` beside Prisma, for the hot paths (decision 0060): named statements are prepared once
  * per connection and then cost one round trip and no query planning or client-side compilation.
  * Prisma stays the owner of the schema and migrations and serves the cold paths; both share one
  * pool per process (see createDb).
+ *
+ * Behind a transaction-mode pooler (PgBouncer, `pgbouncer=true`; decision 0116) consecutive
+ * transactions of one client connection land on different server connections, so what a
+ * connection has prepared cannot be known from the client side. Each transaction then asks its
+ * server connection which statements it holds (in the BEGIN round trip) and prepares only the
+ * missing ones, under a name that carries a hash of the text, so two processes (or two releases
+ * during a rollout) sharing a server connection can only ever share a statement of the same text.
+ * Statements outside a transaction are sent unnamed there: planned on every run.
  */
 
 /** A named SQL statement; the name must be unique in the process and its text never change. */
@@ -24,6 +34,17 @@ export const jsonParam = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? v.replace(LONE_SURROGATE, '\uFFFD') : v));
 
 const names = new Map<string, { text: string; custom: boolean }>();
+/** Behind a pooler: the name a statement is prepared under on the server → its text. */
+const pooledNames = new Map<string, string>();
+const pooledNameOf = new Map<string, string>();
+
+/** `name_<12 hex of the text's SHA-256>`: equal names on a shared server connection mean equal text. */
+function pooledName(name: string, text: string): string {
+  const wire = `${name.slice(0, 48)}_${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
+  pooledNames.set(wire, text);
+  pooledNameOf.set(name, wire);
+  return wire;
+}
 
 /**
  * Declares a statement. By default it is prepared once per connection and executed with
@@ -42,6 +63,7 @@ export function statement(name: string, text: string, options: { plan?: 'generic
   if (known !== undefined && known.text !== text) throw new Error(`statement ${name} declared twice with different text`);
   const custom = options.plan === 'custom';
   names.set(name, { text, custom });
+  if (!custom) pooledName(name, text);
   return custom ? { name, text, custom: true } : { name, text };
 }
 
@@ -60,6 +82,10 @@ export interface Queryable {
 
 export interface Sql extends Queryable {
   readonly pool: pg.Pool;
+  /** True behind a transaction-mode pooler (`pgbouncer=true`). */
+  readonly pooled: boolean;
+  /** The process's one LISTEN session (notified caches). */
+  readonly notifications: Notifications;
   /**
    * Runs `fn` in a READ COMMITTED transaction on one connection; commits when it resolves, rolls
    * back when it throws. `readOnly` makes it a REPEATABLE READ READ ONLY snapshot (multi-statement
@@ -68,6 +94,18 @@ export interface Sql extends Queryable {
    * `customPlan` plans every statement of it for its parameters (`custom` statements on the pool).
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { readOnly?: boolean; keyLookups?: boolean; customPlan?: boolean }): Promise<T>;
+}
+
+export interface SqlOptions {
+  /** Behind a transaction-mode pooler: see the top of this file. */
+  pooled?: boolean;
+  /**
+   * Settings every transaction begins with (`SET LOCAL`): behind a pooler, what a direct
+   * connection gets once as startup options (createDb).
+   */
+  transactionSettings?: readonly (readonly [string, string])[];
+  /** The LISTEN session of this pool's process; default: none (nothing listens). */
+  notifications?: Notifications;
 }
 
 /*
@@ -89,14 +127,37 @@ function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
   });
 }
 
-/** Statements on one connection (or on the pool), as `sql` runs them. */
-export function runner(client: pg.Pool | pg.ClientBase): Queryable {
+/**
+ * Statements on one connection (or on the pool), as `sql` runs them. `named: false` sends every
+ * statement unnamed (planned per run): for a pooled connection outside a transaction, where the
+ * server connection a statement lands on is not known. `pooledNames` prepares under pooledName.
+ */
+export function runner(client: pg.Pool | pg.ClientBase, mode: { named?: boolean; pooledNames?: boolean } = {}): Queryable {
+  const named = mode.named ?? true;
   return {
     async query<R>(s: Statement, values: readonly unknown[] = []) {
-      const result = await send(client, s.custom ? { text: s.text, values: values as unknown[] } : { name: s.name, text: s.text, values: values as unknown[] });
+      const name = s.custom || !named ? undefined : mode.pooledNames ? pooledNameOf.get(s.name) : s.name;
+      const result = await send(client, name === undefined ? { text: s.text, values: values as unknown[] } : { name, text: s.text, values: values as unknown[] });
       return result.rows as R[];
     },
   };
+}
+
+const quoteLiteral = (value: string) => `'${value.replaceAll("'", "''")}'`;
+
+/**
+ * What the server connection a pooled transaction landed on has prepared, as pg's own record of
+ * its connection, so pg sends Parse for exactly the statements that are missing there. pg keeps
+ * that record per client connection (`connection.parsedStatements`), which behind a pooler is not
+ * per server connection: it is replaced at the start of every transaction.
+ */
+function adoptPrepared(client: pg.PoolClient, onServer: readonly string[]): void {
+  const parsed: Record<string, string> = {};
+  for (const name of onServer) {
+    const text = pooledNames.get(name);
+    if (text !== undefined) parsed[name] = text;
+  }
+  (client as unknown as { connection: { parsedStatements: Record<string, string> } }).connection.parsedStatements = parsed;
 }
 
 /**
@@ -107,10 +168,24 @@ export function runner(client: pg.Pool | pg.ClientBase): Queryable {
  * ban: a statement without an index path still runs. Parallel workers are off too: starting one
  * costs more than any of these statements (a 64-pipeline read went parallel over a large history).
  */
-export function createSql(pool: pg.Pool): Sql {
-  const direct = runner(pool);
+export function createSql(pool: pg.Pool, options: SqlOptions = {}): Sql {
+  const pooled = options.pooled ?? false;
+  const direct = runner(pool, { named: !pooled });
+  // Behind a pooler the BEGIN round trip also sets what a direct connection got at start-up, and
+  // reads what the server connection holds prepared (the last statement's rows).
+  const settings = pooled ? (options.transactionSettings ?? []).map(([name, value]) => `; SET LOCAL ${name} = ${quoteLiteral(value)}`).join('') : '';
+  const preparedOnServer = pooled ? '; SELECT name FROM pg_prepared_statements' : '';
+  const begin = (options: { readOnly?: boolean; keyLookups?: boolean; customPlan?: boolean }) =>
+    (options.readOnly ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN') +
+    settings +
+    // One round trip for all (the simple protocol takes several statements).
+    (options.keyLookups ? '; SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0' : '') +
+    (options.customPlan ? '; SET LOCAL plan_cache_mode = force_custom_plan' : '') +
+    preparedOnServer;
   const sql: Sql = {
     pool,
+    pooled,
+    notifications: options.notifications ?? createNotifications(null, 'no session connection was configured'),
     // createDb's connections force generic plans (decision 0101), and PostgreSQL applies that to
     // unnamed statements too: a `custom` statement on the pool runs in a transaction of its own that
     // asks for a plan made for its parameters (decision 0111).
@@ -119,18 +194,12 @@ export function createSql(pool: pg.Pool): Sql {
       const client = await checkout(pool);
       let broken = false;
       try {
-        await send(
-          client,
-          options.readOnly
-            ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'
-            : options.keyLookups
-              ? // One round trip for both (the simple protocol takes several statements).
-                'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0'
-              : options.customPlan
-                ? 'BEGIN; SET LOCAL plan_cache_mode = force_custom_plan'
-                : 'BEGIN',
-        );
-        const out = await fn(runner(client));
+        const began = await send(client, begin(options));
+        if (pooled) {
+          const last = (began as unknown as pg.QueryResult[]).at(-1);
+          adoptPrepared(client, (last?.rows ?? []).map((r: { name: string }) => r.name));
+        }
+        const out = await fn(runner(client, { pooledNames: pooled }));
         await send(client, 'COMMIT');
         return out;
       } catch (err) {
@@ -149,12 +218,17 @@ export function createSql(pool: pg.Pool): Sql {
   return sql;
 }
 
-/** True for errors worth retrying the whole transaction for: deadlock, serialization, a lost connection. */
+/**
+ * True for errors worth retrying the whole transaction for: deadlock, serialization, a lost
+ * connection, a lock or statement timeout (the other side's transaction ends, or is ended by its
+ * own timeouts), and a server that turned read-only (a failover: createDb drops such connections,
+ * and the next attempt reaches the new primary).
+ */
 export function isTransientDbError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  if (code === '40P01' || code === '40001' || code === '57P01' || code === '57P02' || code === '57P03' || code === '08006' || code === '08003' || code === '08001') {
-    return true;
-  }
+  if (typeof code === 'string' && TRANSIENT_SQLSTATES.has(code)) return true;
   const message = String((err as { message?: unknown } | null)?.message ?? '');
   return /Connection terminated|ECONNRESET|ECONNREFUSED|Client has encountered a connection error|terminating connection/i.test(message);
 }
+
+const TRANSIENT_SQLSTATES = new Set(['40P01', '40001', '57P01', '57P02', '57P03', '08006', '08003', '08001', '55P03', '57014', '25006', '25P03']);

@@ -111,6 +111,10 @@ describe('database failures that answer 503 with Retry-After, not 500', () => {
       pgError('40001', 'could not serialize access due to concurrent update'),
     ],
     ['a connection exception through pg (08006)', pgError('08006', 'connection failure')],
+    [
+      'a write on a server that turned read-only in a failover (25006)',
+      pgError('25006', 'cannot execute INSERT in a read-only transaction'),
+    ],
     ['a refused connection through pg', socket('ECONNREFUSED', 'connect')],
     ['a reset connection through pg', socket('ECONNRESET', 'read')],
     [

@@ -17,7 +17,8 @@ const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P202
  * SQLSTATEs: 55P03 lock_not_available (lock_timeout), 57014 query_canceled (statement_timeout),
  * 57P01-57P05 shutdown, crash, cannot connect now, idle session timeout, 53300
  * too_many_connections, 40001/40P01 serialization failure and deadlock, 25P03 idle in transaction
- * timeout. Class 08 (connection exceptions) is matched as a class.
+ * timeout, 25006 a write on a server that turned read-only (a failover: the pool drops its
+ * connections, the retry reaches the new primary). Class 08 (connection exceptions) is matched as a class.
  */
 const SQLSTATES = new Set([
   '55P03',
@@ -31,6 +32,7 @@ const SQLSTATES = new Set([
   '40001',
   '40P01',
   '25P03',
+  '25006',
 ]);
 
 /**

@@ -30,6 +30,7 @@ export {
 export type { SpanLine } from './file-exporter.js';
 export { recordStageSpan, startPipelineSpan } from './pipeline-spans.js';
 export {
+  type DatabasePoolSample,
   LabelCap,
   OTHER_LABEL,
   dispatchLatency,
@@ -41,6 +42,7 @@ export {
   leaseSlowPaths,
   metricsRegistry,
   metricsText,
+  observeDatabasePool,
   observeDeliveriesInflight,
   observeStageNextQueues,
   observeWorkers,

@@ -246,6 +246,60 @@ export function observeDeliveriesInflight(read: () => number): void {
   });
 }
 
+export interface DatabasePoolSample {
+  /** The pool's configured maximum. */
+  max: number;
+  /** Open pool connections, idle ones included. */
+  total: number;
+  idle: number;
+  /** Callers waiting for a pool connection. */
+  waiting: number;
+  /** Session connections outside the pool (LISTEN): 0 or 1. */
+  sessions: number;
+}
+
+/**
+ * The connection budget of this process (issue 27): what its pool may open, holds and is waited
+ * for, and its LISTEN session. Summed over the pods, it is what PostgreSQL (or the pooler) sees.
+ */
+export function observeDatabasePool(read: () => DatabasePoolSample): void {
+  new Gauge({
+    name: 'po_db_pool_max_connections',
+    help: "The PostgreSQL pool's maximum size in this process.",
+    registers,
+    collect() {
+      this.set(read().max);
+    },
+  });
+  new Gauge({
+    name: 'po_db_pool_connections',
+    help: 'Open PostgreSQL pool connections of this process: state=in_use (checked out) or idle.',
+    labelNames: ['state'] as const,
+    registers,
+    collect() {
+      const s = read();
+      this.set({ state: 'in_use' }, s.total - s.idle);
+      this.set({ state: 'idle' }, s.idle);
+    },
+  });
+  new Gauge({
+    name: 'po_db_pool_waiting_requests',
+    help: 'Callers of this process waiting for a PostgreSQL pool connection (all busy).',
+    registers,
+    collect() {
+      this.set(read().waiting);
+    },
+  });
+  new Gauge({
+    name: 'po_db_session_connections',
+    help: 'PostgreSQL session connections of this process outside its pool (LISTEN for the key and session caches): 0 or 1.',
+    registers,
+    collect() {
+      this.set(read().sessions);
+    },
+  });
+}
+
 export interface QueueSample {
   queue: string;
   waiting: number;

@@ -83,3 +83,4 @@ export async function cleanupRedisPrefix(prefix: string): Promise<void> {
   }
 }
 export { expectEmpty, expectProblem, expectValid, type HttpReply } from './http-assertions.js';
+export { freeTcpPort, startPgBouncer, type PgBouncer, type PgBouncerOptions } from './pgbouncer.js';

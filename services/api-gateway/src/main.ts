@@ -1,6 +1,6 @@
 import './instrument.js';
-import { loadConfig } from '@po/config';
-import { API_KEY_CACHE, createApiKeyCache, createDb, readCursorSecret, sqlOf } from '@po/db';
+import { databaseOptions, loadConfig } from '@po/config';
+import { API_KEY_CACHE, createApiKeyCache, createDb, poolSample, readCursorSecret, sqlOf } from '@po/db';
 import { lazyCursorSigner, listen, listenMetrics, onShutdown } from '@po/http';
 import { Engine } from '@po/engine';
 import {
@@ -11,7 +11,7 @@ import {
   pingRedis,
   readStageNextDepths,
 } from '@po/queues';
-import { createLogger, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
+import { createLogger, observeDatabasePool, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { dashboardDistDir } from './http/dashboard/dist.js';
@@ -19,7 +19,8 @@ import { createFirstPasses } from './pipelines/first-pass.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.databasePoolMax, idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'api-gateway'), max: config.databasePoolMax });
+observeDatabasePool(() => poolSample(db));
 const redis = createRedis(config.redisUrl, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
 // Its first passes publish the first stages of most pipelines: GET /metrics reads the depth and
@@ -30,6 +31,7 @@ const publisher = createStageNextPublisher(redis, config.queuePrefix, { onPublis
 const engine = new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages });
 const firstPasses = createFirstPasses(engine, logger);
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
+if (sqlOf(db).notifications.unavailable) logger.warn(sqlOf(db).notifications.unavailable);
 const cursors = lazyCursorSigner(() => readCursorSecret(sqlOf(db)));
 
 const app = buildApp(

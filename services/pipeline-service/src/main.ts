@@ -1,6 +1,6 @@
 import './instrument.js';
-import { loadConfig } from '@po/config';
-import { createDb } from '@po/db';
+import { databaseOptions, loadConfig } from '@po/config';
+import { createDb, poolSample } from '@po/db';
 import { Engine, createPassRunner } from '@po/engine';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import {
@@ -12,7 +12,7 @@ import {
   createStageResultsProducer,
   pingRedis,
 } from '@po/queues';
-import { createLogger, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
+import { createLogger, observeDatabasePool, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { DispatcherDeps } from './dispatcher/deps.js';
@@ -25,7 +25,8 @@ const BATCH_CONCURRENCY = 2;
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'pipeline-service', level: config.logLevel });
 // Event batches and the sweeper's statements run beside each other.
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4), idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'pipeline-service'), max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4) });
+observeDatabasePool(() => poolSample(db));
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 // GET /metrics reads depth and oldest age of the StageNext queues this process published to recently.

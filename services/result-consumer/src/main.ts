@@ -1,9 +1,9 @@
 import './instrument.js';
-import { loadConfig } from '@po/config';
-import { createDb } from '@po/db';
+import { databaseOptions, loadConfig } from '@po/config';
+import { createDb, poolSample } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultsConsumer, pingRedis } from '@po/queues';
-import { createLogger, shutdownTracing } from '@po/telemetry';
+import { createLogger, observeDatabasePool, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { createResultApplier } from './consumer/apply-result.js';
@@ -11,7 +11,8 @@ import { createResultApplier } from './consumer/apply-result.js';
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'result-consumer', level: config.logLevel });
 // Batches in flight, plus the statements beside them (marking published, resolving old messages).
-const db = createDb(config.databaseUrl, { max: Math.min(config.databasePoolMax, config.batchConcurrency + 2), idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'result-consumer'), max: Math.min(config.databasePoolMax, config.batchConcurrency + 2) });
+observeDatabasePool(() => poolSample(db));
 const consumerRedis = createRedis(config.redisUrl, 'worker');
 const producerRedis = createRedis(config.redisUrl, 'producer');
 

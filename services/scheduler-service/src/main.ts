@@ -1,9 +1,9 @@
 import './instrument.js';
-import { loadConfig } from '@po/config';
-import { createDb } from '@po/db';
+import { databaseOptions, loadConfig } from '@po/config';
+import { createDb, poolSample } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
-import { createLogger, shutdownTracing } from '@po/telemetry';
+import { createLogger, observeDatabasePool, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { SchedulerDeps } from './scheduler/deps.js';
@@ -17,11 +17,11 @@ const logger = createLogger({ service: 'scheduler-service', level: config.logLev
 // An ahead pass holds up to AHEAD_WAITING_PER_WORKER + 1 transactions per unit of concurrency
 // while the regular loop goes on beside it.
 const db = createDb(config.databaseUrl, {
+  ...databaseOptions(config, 'scheduler-service'),
   max: Math.min(config.databasePoolMax, (AHEAD_WAITING_PER_WORKER + 1) * config.concurrency + 4),
-  idleMs: config.databasePoolIdleMs,
-  ca: config.databaseCa,
   onConnect: warmFireConnection,
 });
+observeDatabasePool(() => poolSample(db));
 const redis = createRedis(config.redisUrl, 'producer');
 
 const deps: SchedulerDeps = {

@@ -1,9 +1,9 @@
 import './instrument.js';
-import { loadConfig } from '@po/config';
-import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKeyCache, createDb, createWorkerSessionCache, sqlOf } from '@po/db';
+import { databaseOptions, loadConfig } from '@po/config';
+import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKeyCache, createDb, createWorkerSessionCache, poolSample, sqlOf } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
-import { createLogger, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
+import { createLogger, observeDatabasePool, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { Deliveries } from './deliveries/deliveries.js';
@@ -11,7 +11,8 @@ import { observeWorkerGauges } from './sessions/metrics.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'worker-gateway', level: config.logLevel });
-const db = createDb(config.databaseUrl, { max: config.databasePoolMax, idleMs: config.databasePoolIdleMs, ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'worker-gateway'), max: config.databasePoolMax });
+observeDatabasePool(() => poolSample(db));
 const producerRedis = createRedis(config.redisUrl, 'producer');
 const fetchRedis = createRedis(config.redisUrl, 'worker');
 const wakeRedis = createRedis(config.redisUrl, 'worker');
@@ -32,6 +33,7 @@ wakeRedis.on('ready', () => deliveries.wakeAll());
 
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
 const sessions = createWorkerSessionCache(sqlOf(db), WORKER_SESSION_CACHE);
+if (sqlOf(db).notifications.unavailable) logger.warn(sqlOf(db).notifications.unavailable);
 const deps = { db, keys, sessions, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
 observeDeliveriesInflight(() => deliveries.inflight);
 observeWorkerGauges(db, config.heartbeatIntervalSeconds, deps.clock);

@@ -1,4 +1,4 @@
-import { commonConfig, envReader, loadConfig } from '@po/config';
+import { commonConfig, databaseOptions, envReader, loadConfig } from '@po/config';
 import { createDb } from '@po/db';
 import { HelpRequested, parseAdmin, runAdmin } from './commands.js';
 
@@ -20,7 +20,7 @@ const config = loadConfig((env) => {
   read.done();
   return common;
 });
-const db = createDb(config.databaseUrl, { max: 1, ca: config.databaseCa });
+const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'admin'), max: 1 });
 try {
   const output = await runAdmin(db, argv);
   process.stdout.write(`${JSON.stringify(output)}\n`);
