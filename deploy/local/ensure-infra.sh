@@ -2,10 +2,13 @@
 # Makes sure PostgreSQL (DATABASE_URL) and Redis (REDIS_URL) answer, for `npm run up` and CI.
 # Local addresses: starts what is installed but stopped, installs what is missing (root + apt-get).
 # Remote addresses: only checks and reports. Silent when everything already answers.
-# See docs/decisions/0004-local-stack.md.
+# A DATABASE_URL with `pgbouncer=true` names a transaction-mode pooler: PostgreSQL itself is then
+# DATABASE_DIRECT_URL, and a local pooler that does not answer is started (PgBouncer, installed
+# when missing; decision 0116). See docs/decisions/0004-local-stack.md.
 set -euo pipefail
 
 DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/pipeline_orchestration}"
+DATABASE_DIRECT_URL="${DATABASE_DIRECT_URL:-}"
 REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 WAIT_SECONDS="${INFRA_WAIT_SECONDS:-30}"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,7 +35,15 @@ parse_url() {
 is_local() { [[ "$1" == localhost || "$1" == 127.* || "$1" == ::1 ]]; }
 tcp_probe() { with_timeout 3 bash -c ">/dev/tcp/$1/$2" >/dev/null 2>&1; }
 
-parse_url "$DATABASE_URL" 5432
+POOLER=0
+if [[ "$DATABASE_URL" =~ [?\&]pgbouncer=true(\&|$) ]]; then
+  POOLER=1
+  [[ -n "$DATABASE_DIRECT_URL" ]] \
+    || die "DATABASE_URL names a pooler (pgbouncer=true): set DATABASE_DIRECT_URL to the PostgreSQL server itself (LISTEN and migrations need a session)"
+  parse_url "$DATABASE_URL" 6432
+  BOUNCER_HOST="$U_HOST" BOUNCER_PORT="$U_PORT"
+fi
+parse_url "${DATABASE_DIRECT_URL:-$DATABASE_URL}" 5432
 PG_HOST="$U_HOST" PG_PORT="$U_PORT" PG_USER="${U_USER:-postgres}" PG_PASS="$U_PASS"
 parse_url "$REDIS_URL" 6379
 REDIS_HOST="$U_HOST" REDIS_PORT="$U_PORT"
@@ -145,11 +156,46 @@ start_redis() {
     || { say "redis-server failed to start, see $logdir/ci.log"; return 1; }
 }
 
+# A local PgBouncer in transaction mode in front of PostgreSQL (DATABASE_DIRECT_URL), for `npm run up`
+# with a pooler's DATABASE_URL. Its files live in .local/pgbouncer; it runs until stopped
+# (`kill $(cat .local/pgbouncer/pgbouncer.pid)`).
+start_pgbouncer() {
+  bash "$REPO_ROOT/deploy/local/ensure-pgbouncer.sh"
+  local dir="$REPO_ROOT/.local/pgbouncer" user="${PG_USER:-postgres}"
+  mkdir -p "$dir"
+  cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+* = host=$PG_HOST port=$PG_PORT
+[pgbouncer]
+listen_addr = $BOUNCER_HOST
+listen_port = $BOUNCER_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/users.txt
+pool_mode = transaction
+default_pool_size = 20
+max_client_conn = 1000
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+  printf '"%s" "%s"\n' "$user" "$PG_PASS" >"$dir/users.txt"
+  chmod 600 "$dir/users.txt"
+  say "starting PgBouncer (transaction mode) on ${BOUNCER_HOST}:${BOUNCER_PORT} in front of ${PG_HOST}:${PG_PORT}"
+  if is_root; then
+    # PgBouncer refuses to run as root: it switches to postgres, which must own its files.
+    chown -R postgres: "$dir"
+    pgbouncer -d -u postgres "$dir/pgbouncer.ini"
+  else
+    pgbouncer -d "$dir/pgbouncer.ini"
+  fi
+}
+
 # ---- main ----
-pg_ok=0 redis_ok=0
+pg_ok=0 redis_ok=0 bouncer_ok=1
 pg_up && pg_ok=1
 redis_up && redis_ok=1
-if [[ "$pg_ok$redis_ok" == 11 ]]; then
+if [[ $POOLER == 1 ]] && ! tcp_probe "$BOUNCER_HOST" "$BOUNCER_PORT"; then bouncer_ok=0; fi
+if [[ "$pg_ok$redis_ok$bouncer_ok" == 111 ]]; then
   if is_local "$PG_HOST"; then ensure_pg_trust; fi
   exit 0
 fi
@@ -195,4 +241,14 @@ if [[ $redis_ok == 0 ]]; then
   wait_for redis redis_up || die "Redis at ${REDIS_HOST}:${REDIS_PORT} still does not answer after ${WAIT_SECONDS}s"
 fi
 if is_local "$PG_HOST"; then ensure_pg_trust; fi
+if [[ $bouncer_ok == 0 ]]; then
+  if is_local "$BOUNCER_HOST"; then
+    start_pgbouncer || die "could not start PgBouncer on ${BOUNCER_HOST}:${BOUNCER_PORT} (log: .local/pgbouncer/pgbouncer.log)"
+  else
+    say "waiting for the remote pooler at ${BOUNCER_HOST}:${BOUNCER_PORT}…"
+  fi
+  bouncer_up() { tcp_probe "$BOUNCER_HOST" "$BOUNCER_PORT"; }
+  wait_for pgbouncer bouncer_up || die "the pooler at ${BOUNCER_HOST}:${BOUNCER_PORT} does not answer"
+  say "PgBouncer ${BOUNCER_HOST}:${BOUNCER_PORT} is up"
+fi
 say "PostgreSQL ${PG_HOST}:${PG_PORT} and Redis ${REDIS_HOST}:${REDIS_PORT} are up"

@@ -27,6 +27,7 @@ mkdir -p .local
 report() { echo "--reporter=default --reporter=json --outputFile.json=.local/vitest-$1.json"; }
 
 step "tests: unit and integration (npx vitest run --project unit --project integration)"
+bash deploy/local/ensure-pgbouncer.sh # the pooler tests run their own PgBouncer (decision 0116)
 # shellcheck disable=SC2046
 npx vitest run --project unit --project integration $(report main)
 

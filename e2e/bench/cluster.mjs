@@ -5,6 +5,9 @@
 // directory removed by stop()). BENCH_CPU_PROF=DIR writes a CPU profile per service on exit.
 // `replicas` runs a service as several processes (e.g. { 'scheduler-service': 2 }): they are then
 // named `<service>-1`, `<service>-2` … in pids, logs and stop reports; one replica keeps the plain name.
+// `pooler: 'pgbouncer'` puts a PgBouncer of its own (transaction mode, 20 server connections) between
+// the services and PostgreSQL, as platform teams run them (DATABASE_URL with pgbouncer=true,
+// DATABASE_DIRECT_URL for the caches' LISTEN; decision 0116): `poolerPid`.
 import { execFileSync, spawn } from 'node:child_process';
 import {
   createReadStream,
@@ -22,6 +25,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { startPgBouncer } from '@po/testing';
 import { ROOT } from '../../deploy/local/stack.mjs';
 import { benchNode } from './runtime.mjs';
 
@@ -125,6 +129,7 @@ export async function startBenchCluster({
   label = 'bench',
   template,
   replicas = {},
+  pooler = 'direct',
 } = {}) {
   // Each process of the cluster: its name (the service's, or `<service>-<n>` with several
   // replicas) and the service it runs.
@@ -145,8 +150,10 @@ export async function startBenchCluster({
     ),
   );
   const cloneSeconds = template ? +((Date.now() - startedCloneAt) / 1000).toFixed(2) : null;
+  const bouncer = pooler === 'pgbouncer' ? await startPgBouncer({ poolSize: 20 }) : null;
   const env = serviceEnv({
-    DATABASE_URL: databaseUrl(name),
+    DATABASE_URL: bouncer ? bouncer.url(name) : databaseUrl(name),
+    ...(bouncer ? { DATABASE_DIRECT_URL: databaseUrl(name) } : {}),
     REDIS_URL,
     QUEUE_PREFIX: `pobench:${name}`,
     HOST: '127.0.0.1',
@@ -181,6 +188,7 @@ export async function startBenchCluster({
         if (keys.length > 0) await redis.unlink(...keys);
       } while (cursor !== '0');
       await redis.quit();
+      await bouncer?.stop();
       await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
       if (ownLogDir) rmSync(logDir, { recursive: true, force: true });
     })();
@@ -194,7 +202,7 @@ export async function startBenchCluster({
     if (!template)
       execFileSync(benchNode().path, ['libs/db/scripts/migrate.mjs', 'deploy'], {
         cwd: ROOT,
-        env,
+        env: { ...env, DATABASE_URL: databaseUrl(name) },
         stdio: 'ignore',
       });
     for (const { name: service, service: program } of instances) {
@@ -265,6 +273,8 @@ export async function startBenchCluster({
   return {
     env,
     databaseName: name,
+    /** The phase's database on PostgreSQL itself (never through the pooler): for the bench's own queries. */
+    directUrl: databaseUrl(name),
     cloneSeconds,
     apiUrl: firstUrl('api-gateway'),
     workerUrl: firstUrl('worker-gateway'),
@@ -272,6 +282,8 @@ export async function startBenchCluster({
     applicationId: app.applicationId,
     /** process name (the service, or `<service>-<n>` with replicas) → pid */
     pids: Object.fromEntries([...procs].map(([s, p]) => [s, p.pid])),
+    /** The PgBouncer's pid with `pooler: 'pgbouncer'`, else null. */
+    poolerPid: bouncer?.pid ?? null,
     /** process name → its log file (removed by stop() unless BENCH_LOG_DIR is set) */
     logFiles: { ...logFiles },
     /** A service that exited on its own, as text, or null. */

@@ -39,6 +39,10 @@
 //                          <phase>-<process>.cpuprofile each
 //   BENCH_TRACING          1: every phase twice, tracing off then on (spans to JSON-lines files),
 //                          and an engine-tracing-overhead line
+//   BENCH_POOLER           direct | pgbouncer | both [direct]: the services reach PostgreSQL
+//                          directly, or through a PgBouncer 1.18 in transaction mode of the bench's
+//                          own (pgbouncer=true, decision 0116); both: each phase directly, then
+//                          through PgBouncer, and an engine-pooler-comparison line
 //   BENCH_STALL_SECONDS    give up when no pipeline finishes for this long [120]
 //   BENCH_ONLY             (run.mjs) engine or schedules; the schedules part reads
 //                          BENCH_SCHEDULES and BENCH_SCHEDULE_LEAD_SECONDS (schedules.mjs)
@@ -81,6 +85,10 @@ const CREATE_SECONDS = num('BENCH_CREATE_SECONDS', 10);
 const HISTORY = num('BENCH_HISTORY', 0);
 const WARMUP = num('BENCH_WARMUP_PIPELINES', 1000);
 const CREATORS = 8;
+const POOLERS = { direct: ['direct'], pgbouncer: ['pgbouncer'], both: ['direct', 'pgbouncer'] }[
+  process.env.BENCH_POOLER ?? 'direct'
+];
+if (!POOLERS) throw new Error('BENCH_POOLER must be direct, pgbouncer or both');
 const ALL_PHASES = ['saturation', 'latency', 'create'];
 const PHASES = (process.env.BENCH_PHASES ?? ALL_PHASES.join(','))
   .split(',')
@@ -163,8 +171,8 @@ async function warmUp(cluster, db, withWorkers) {
   return { pipelines: ids.length, seconds: seconds(Date.now() - t0) };
 }
 
-async function runPhase(phase, { tracing, template, log }) {
-  const label = tracing ? `${phase}-tracing` : phase;
+async function runPhase(phase, { tracing, template, log, pooler = 'direct' }) {
+  const label = `${tracing ? `${phase}-tracing` : phase}${pooler === 'direct' ? '' : `-${pooler}`}`;
   const spanDir = tracing ? mkdtempSync(join(tmpdir(), 'po-bench-spans-')) : undefined;
   const otel = tracing
     ? {
@@ -173,17 +181,22 @@ async function runPhase(phase, { tracing, template, log }) {
       }
     : {};
   const boxMs = boxCalibrationMs(); // before anything of the phase runs
-  const cluster = await startBenchCluster({ env: otel, label, template });
+  const cluster = await startBenchCluster({ env: otel, label, template, pooler });
   const redis = new Redis(REDIS_URL);
   let workers;
   let db;
   try {
-    db = await benchDb(cluster.env.DATABASE_URL);
+    db = await benchDb(cluster.directUrl);
     if (phase !== 'create')
       workers = await startWorkerProcesses({ cluster, slots: SLOTS, tracing, env: otel, label });
     const warm = await warmUp(cluster, db, phase !== 'create');
     const meter = await startResourceMeter({
-      processes: { ...cluster.pids, ...workers?.pids, bench: process.pid },
+      processes: {
+        ...cluster.pids,
+        ...workers?.pids,
+        bench: process.pid,
+        ...(cluster.poolerPid ? { pgbouncer: cluster.poolerPid } : {}),
+      },
       postmasterPid: postmasterOf(db.backendPid),
       redis,
     });
@@ -207,11 +220,11 @@ async function runPhase(phase, { tracing, template, log }) {
     const stops = await cluster.stopServices();
     const units = phase === 'create' ? ids.length : ids.length * STAGES;
     const pgFigures = await pgWork.finish({
-      url: cluster.env.DATABASE_URL,
+      url: cluster.directUrl,
       units,
       reportFile: reportFile(`${label}-top-statements.txt`),
     });
-    db = await benchDb(cluster.env.DATABASE_URL);
+    db = await benchDb(cluster.directUrl);
     const latencies = times ? await stageLatencies(db, ids, times) : null;
 
     const unitName = phase === 'create' ? 'Pipeline' : 'Stage';
@@ -220,10 +233,15 @@ async function runPhase(phase, { tracing, template, log }) {
       [`beginCommitPer${unitName}`]: pgFigures.transactionControlPerUnit, // included in statementsPer…
       [`transactionsPer${unitName}`]: pgFigures.transactionsPerUnit,
       [`execMsPer${unitName}`]: pgFigures.execMsPerUnit,
+      // Plans made (pg_stat_statements.track_planning on): named statements are planned once per
+      // server connection, directly or behind PgBouncer (decisions 0101, 0116).
+      [`plansPer${unitName}`]: pgFigures.plansPerUnit,
+      [`planMsPer${unitName}`]: pgFigures.planMsPerUnit,
       topStatementsFile: pgFigures.topStatementsFile,
     };
     const elapsedMs = end.endMs - run.startedAt;
     const common = {
+      pooler,
       node: benchNode().version,
       tracing,
       history: HISTORY,
@@ -248,7 +266,7 @@ async function runPhase(phase, { tracing, template, log }) {
         ...latencies,
         postgres,
       };
-      if (!tracing) measuredSaturation = line.stagesPerSecond;
+      if (!tracing && pooler === POOLERS[0]) measuredSaturation = line.stagesPerSecond;
     } else if (phase === 'latency') {
       line = {
         ...common,
@@ -294,6 +312,7 @@ async function runPhase(phase, { tracing, template, log }) {
     const sumOf = (names, key) => names.reduce((s, n) => s + (processes[n]?.[key] ?? 0), 0);
     const resources = {
       phase: label,
+      pooler,
       history: HISTORY,
       seconds: seconds(elapsedMs),
       units: `${units} ${unitName.toLowerCase()}s`,
@@ -306,6 +325,7 @@ async function runPhase(phase, { tracing, template, log }) {
           ? perUnit(sumOf(Object.keys(workers.pids), 'cpuSeconds') * 1000, units)
           : null,
         bench: perUnit((processes.bench?.cpuSeconds ?? 0) * 1000, units),
+        pgbouncer: processes.pgbouncer ? perUnit(processes.pgbouncer.cpuSeconds * 1000, units) : null,
         postgres: perUnit(
           usage.postgresCpuSeconds === null ? null : usage.postgresCpuSeconds * 1000,
           units,
@@ -368,8 +388,25 @@ export async function benchEngine(log = console.log, { tracing = false } = {}) {
     );
   }
   const results = {};
-  for (const phase of ALL_PHASES.filter((p) => PHASES.includes(p)))
-    results[phase] = await runPhase(phase, { tracing, template, log });
+  for (const phase of ALL_PHASES.filter((p) => PHASES.includes(p))) {
+    for (const pooler of POOLERS) {
+      const line = await runPhase(phase, { tracing, template, log, pooler });
+      if (pooler === POOLERS[0]) results[phase] = line;
+      else (results.pooled ??= {})[phase] = line;
+    }
+  }
+  if (results.pooled?.saturation && results.saturation) {
+    const direct = results.saturation.stagesPerSecond;
+    const pooled = results.pooled.saturation.stagesPerSecond;
+    log(
+      JSON.stringify({
+        bench: 'engine-pooler-comparison',
+        stagesPerSecondDirect: direct,
+        stagesPerSecondPgBouncer: pooled,
+        changePercent: direct ? +(((pooled - direct) / direct) * 100).toFixed(1) : null,
+      }),
+    );
+  }
   return results;
 }
 

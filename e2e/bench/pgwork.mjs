@@ -80,6 +80,8 @@ export async function startPgWork(db, databaseName) {
         statementsPerUnit: null,
         transactionControlPerUnit: null,
         execMsPerUnit: null,
+        plansPerUnit: null,
+        planMsPerUnit: null,
         topStatementsFile: null,
       };
       if (!statements) return out;
@@ -88,24 +90,27 @@ export async function startPgWork(db, databaseName) {
         const mine = `dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '${TAG}%'`;
         const { rows: sums } = await reader.query(
           `SELECT coalesce(sum(calls), 0)::bigint AS calls, coalesce(sum(total_exec_time), 0)::float AS ms,
+                  coalesce(sum(plans), 0)::bigint AS plans, coalesce(sum(total_plan_time), 0)::float AS plan_ms,
                   coalesce(sum(calls) FILTER (WHERE query ~* '^\\s*(BEGIN|COMMIT|ROLLBACK|START|SAVEPOINT|RELEASE)'), 0)::bigint AS tx
            FROM pg_stat_statements WHERE ${mine}`,
         );
         const { rows: top } = await reader.query(
-          `SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS query, calls::bigint AS calls, rows::bigint AS rows, total_exec_time::float AS total_ms, mean_exec_time::float AS mean_ms
-           FROM pg_stat_statements WHERE ${mine} ORDER BY total_exec_time DESC LIMIT 15`,
+          `SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS query, calls::bigint AS calls, plans::bigint AS plans, total_plan_time::float AS plan_ms, rows::bigint AS rows, total_exec_time::float AS total_ms, mean_exec_time::float AS mean_ms
+           FROM pg_stat_statements WHERE ${mine} ORDER BY total_exec_time + total_plan_time DESC LIMIT 15`,
         );
         out.statements = Number(sums[0].calls);
         out.statementsPerUnit = units > 0 ? +(out.statements / units).toFixed(2) : null;
         out.transactionControlPerUnit = units > 0 ? +(Number(sums[0].tx) / units).toFixed(2) : null;
         out.execMsPerUnit = units > 0 ? +(sums[0].ms / units).toFixed(3) : null;
+        out.plansPerUnit = units > 0 ? +(Number(sums[0].plans) / units).toFixed(3) : null;
+        out.planMsPerUnit = units > 0 ? +(sums[0].plan_ms / units).toFixed(3) : null;
         const lines = top.map(
           (r, i) =>
-            `${String(i + 1).padStart(2)}  ${String(r.calls).padStart(8)} calls  ${r.total_ms.toFixed(1).padStart(10)} ms total  ${r.mean_ms.toFixed(3).padStart(8)} ms mean  ${(Number(r.rows) / Math.max(1, Number(r.calls))).toFixed(1).padStart(7)} rows/call  ${r.query}`,
+            `${String(i + 1).padStart(2)}  ${String(r.calls).padStart(8)} calls  ${String(r.plans).padStart(7)} plans ${r.plan_ms.toFixed(1).padStart(7)} ms  ${r.total_ms.toFixed(1).padStart(10)} ms total  ${r.mean_ms.toFixed(3).padStart(8)} ms mean  ${(Number(r.rows) / Math.max(1, Number(r.calls))).toFixed(1).padStart(7)} rows/call  ${r.query}`,
         );
         writeFileSync(
           reportFile,
-          `# top ${top.length} statements by total_exec_time (${out.statements} statements, of which ${sums[0].tx} BEGIN/COMMIT/…; ${units} units)\n${lines.join('\n')}\n`,
+          `# top ${top.length} statements by total_exec_time + total_plan_time (${out.statements} statements, of which ${sums[0].tx} BEGIN/COMMIT/…; ${units} units)\n${lines.join('\n')}\n`,
         );
         out.topStatementsFile = reportFile;
       } finally {

@@ -14,6 +14,8 @@ export interface ClusterOptions {
    * Its keys are left to that server's owner, which throws the whole server away.
    */
   redisUrl?: string;
+  /** Settings that depend on the test's database (e.g. its URL through a pooler), over `env`. */
+  databaseEnv?: (database: TestDatabase) => Record<string, string>;
 }
 
 /**
@@ -33,6 +35,7 @@ export async function startCluster(options: ClusterOptions = {}) {
     // Several processes share one PostgreSQL in tests: keep each pool small.
     DATABASE_POOL_MAX: '4',
     ...options.env,
+    ...options.databaseEnv?.(database),
   };
   const counts: Record<ServiceName, number> = {
     'api-gateway': 1,

@@ -80,9 +80,10 @@ describe('named statements behind a transaction-mode pooler', () => {
 });
 
 describe('session settings (statement, lock and idle-in-transaction timeouts; generic plans)', () => {
-  it('behind the pooler every transaction sets them, in sql transactions and in Prisma transactions', async () => {
+  it('behind the pooler every transaction sets them: sql transactions, sql single statements (a transaction each) and Prisma transactions', async () => {
     const db = pooled();
     expect((await sqlOf(db).transaction((tx) => tx.query<Settings>(settings)))[0]).toEqual(EXPECTED);
+    expect((await sqlOf(db).query<Settings>(settings))[0]).toEqual(EXPECTED);
     expect((await sqlOf(db).transaction((tx) => tx.query<Settings>(settings), { readOnly: true }))[0]).toEqual(EXPECTED);
     const inPrisma = await db.$transaction((tx) => tx.$queryRawUnsafe<Settings[]>(settings.text));
     expect(inPrisma[0]).toMatchObject({ statement: '7s', lock: '300ms', idle: '9s' });

@@ -20,6 +20,8 @@ export interface PgBouncerOptions {
 
 export interface PgBouncer {
   readonly port: number;
+  /** Its process id (for CPU figures). */
+  readonly pid: number;
   /** postgresql:// URL of `database` through this PgBouncer, with `pgbouncer=true`. */
   url(database: string): string;
   /** Its log so far (for a failing test's message). */
@@ -107,6 +109,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
   }
   return {
     port,
+    pid: child.pid!,
     url: (database) => `postgresql://postgres@127.0.0.1:${port}/${encodeURIComponent(database)}?pgbouncer=true`,
     log: readLog,
     async stop() {
