@@ -9,14 +9,18 @@
 //      what is exposed to whom (exposure.mjs: metrics ports, NetworkPolicy, bodies, TLS);
 //   4. bad values fail at render time (values.schema.json and the chart's own checks);
 //   5. every Kubernetes version the chart claims, 1.20 on (compat.mjs): the API versions chosen
-//      there, only kinds that version serves, the oldest render typechecked against its schemas.
+//      there, only kinds that version serves, the oldest render typechecked against its schemas;
+//   6. the PostgreSQL connection budget of each render, the default install within a default
+//      PostgreSQL's (budget.mjs), and the direct URL and the chart's PgBouncer (pgbouncer.mjs).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { budgetRefusesOverflow, checkBudget, LIMIT, readCaps } from './budget.mjs';
 import { brokenOldDocuments, checkKubeVersions, SCHEMAS_1_21 } from './compat.mjs';
 import { checkExposure } from './exposure.mjs';
+import { checkPgbouncer, PGBOUNCER_BAD_VALUES } from './pgbouncer.mjs';
 import { VALUE_SETS } from './value-sets.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -47,6 +51,7 @@ const BAD_VALUES = {
   'a CA from a Secret and a ConfigMap at once (chart check)': [{ database: { caCert: { secretName: 'a', configMapName: 'b', key: 'ca.crt' } } }, /caCert/],
   'a NetworkPolicy source that selects nothing (schema minProperties)': [{ networkPolicy: { enabled: true, ingressController: { namespaceSelector: null, podSelector: null } } }, /ingressController/],
   'negative retention (schema minimum)': [{ config: { RETENTION_WORKER_EVENTS_DAYS: -1 } }, /RETENTION_WORKER_EVENTS_DAYS/],
+  ...PGBOUNCER_BAD_VALUES,
 };
 
 /** Where each rendered kind's schema comes from (a type in a .d.ts, imported by the typecheck). */
@@ -261,7 +266,7 @@ function checkFacts(set, values, { docs, text, notes }) {
   check(set, !/\b(postgres(ql)?|rediss?):\/\//i.test(text), 'a connection URL appears in the rendered manifests');
   const configMap = named(docs, 'ConfigMap', `${RELEASE}-pipeline-orchestration-config`);
   check(set, configMap, 'no ConfigMap of settings');
-  for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS', 'DATABASE_POOL_MAX', 'DATABASE_POOL_IDLE_SECONDS']) {
+  for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS', 'DATABASE_POOL_MAX', 'DATABASE_POOL_IDLE_SECONDS', 'DATABASE_STATEMENT_TIMEOUT_MS', 'DATABASE_LOCK_TIMEOUT_MS', 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS']) {
     check(set, typeof configMap?.data?.[key] === 'string' && /^\d+$/.test(configMap.data[key]), `ConfigMap lacks ${key} as a plain integer (got ${configMap?.data?.[key]})`);
   }
   for (const key of Object.keys(configMap?.data ?? {})) check(set, !/URL|PASSWORD|SECRET|TOKEN|CONNECTION_STRING/.test(key), `ConfigMap holds ${key}`);
@@ -355,6 +360,8 @@ function checkFacts(set, values, { docs, text, notes }) {
   check(set, notes.includes(`workerRouting.sticky=${sticky}`), 'NOTES.txt does not name the sticky mode');
 
   checkExposure({ values, docs, notes, release: RELEASE, namespace: NAMESPACE, svcName, check: (ok, msg) => check(set, ok, msg) });
+  checkPgbouncer({ values, docs, release: RELEASE, namespace: NAMESPACE, check: (ok, msg) => check(set, ok, msg) });
+  return checkBudget({ set, docs, notes, caps: CAPS.caps, valuesText: VALUES_TEXT, readmeText: README_TEXT, check: (ok, msg) => check(set, ok, msg) });
 }
 
 // ---- run
@@ -363,16 +370,21 @@ mkdirSync(WORK, { recursive: true });
 const started = Date.now();
 console.log(`chart checks: ${execFileSync(HELM, ['version', '--short'], { encoding: 'utf8' }).trim()}, Kubernetes ${KUBE_VERSION} schemas`);
 
+const CAPS = readCaps(ROOT);
+for (const problem of CAPS.problems) fail('budget', problem);
+const VALUES_TEXT = readFileSync(join(CHART, 'values.yaml'), 'utf8');
+const README_TEXT = readFileSync(join(CHART, 'README.md'), 'utf8');
 const rendered = {};
 for (const [name, values] of Object.entries(VALUE_SETS)) {
   const r = render(name, values);
   if (!r) continue;
   rendered[name] = r;
-  checkFacts(name, values, r);
+  const budget = checkFacts(name, values, r);
   const kinds = {};
   for (const d of r.docs) kinds[d.kind] = (kinds[d.kind] ?? 0) + 1;
-  console.log(`  ${name.padEnd(24)} lint --strict ok, ${r.docs.length} documents (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(', ')})`);
+  console.log(`  ${name.padEnd(24)} lint --strict ok, ${r.docs.length} documents (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(', ')}); PostgreSQL connections ${budget.rollout} in a rollout, ${budget.steady} between`);
 }
+if (rendered.default) check('budget', budgetRefusesOverflow(rendered.default.docs, CAPS.caps), `the budget check accepts a default install past ${LIMIT} connections`);
 const kubeRenders = checkKubeVersions({ helm, chart: CHART, release: RELEASE, namespace: NAMESPACE, valuesFile, parse, check });
 for (const r of kubeRenders) {
   const apis = [...new Set(r.docs.filter((d) => ['PodDisruptionBudget', 'HorizontalPodAutoscaler'].includes(d.kind)).map((d) => d.apiVersion))];
@@ -390,7 +402,7 @@ if (rendered.default) {
 {
   const chartValues = parseAllDocuments(readFileSync(join(CHART, 'values.yaml'), 'utf8'))[0].toJS();
   // Set per container or from Secrets and volumes, not through config:.
-  const notConfig = new Set(['HOST', 'PORT', 'METRICS_PORT', 'DATABASE_URL', 'DATABASE_CA_FILE', 'REDIS_URL', 'WORKER_BROKER_CONNECTION_STRING', 'APP_VERSION', 'GIT_COMMIT', 'BUILT_AT']);
+  const notConfig = new Set(['HOST', 'PORT', 'METRICS_PORT', 'DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_CA_FILE', 'REDIS_URL', 'WORKER_BROKER_CONNECTION_STRING', 'APP_VERSION', 'GIT_COMMIT', 'BUILT_AT']);
   const sources = [join(ROOT, 'libs', 'config', 'src', 'common.ts'), ...SERVICES.map((s) => join(ROOT, 'services', s, 'src', 'config.ts'))];
   const read = new Set(sources.flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/\.(?:int|str|bool|url|oneOf|file)\('([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1])));
   const settings = [...read].filter((name) => !notConfig.has(name));

@@ -99,7 +99,8 @@ export function checkExposure({ values, docs, notes, release, namespace, svcName
 
   // NetworkPolicy: evaluated for the pods that matter, not just present.
   const policies = byKind(docs, 'NetworkPolicy');
-  check(np ? policies.length === SERVICES.length : policies.length === 0, `expected ${np ? SERVICES.length : 0} NetworkPolicies, got ${policies.length}`);
+  const expected = np ? SERVICES.length + (values.pgbouncer?.enabled ? 1 : 0) : 0; // PgBouncer's: pgbouncer.mjs
+  check(policies.length === expected, `expected ${expected} NetworkPolicies, got ${policies.length}`);
   for (const p of policies) {
     check(JSON.stringify(p.spec.policyTypes) === '["Ingress"]', `${p.metadata.name}: policyTypes ${JSON.stringify(p.spec.policyTypes)}`);
     for (const rule of p.spec.ingress ?? []) check(rule.from?.length > 0 && rule.ports?.length > 0, `${p.metadata.name}: a rule without from or ports admits everyone`);

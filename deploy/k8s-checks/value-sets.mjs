@@ -1,6 +1,7 @@
 // The value sets the chart checks render (check-chart.mjs: helm lint, template, schemas, facts), and
 // the real-cluster test dry-runs on an API server (deploy/k8s-local/test.mjs): the defaults, each
-// sticky mode, the Gateway API, autoscaling, a minimal one.
+// sticky mode, the Gateway API, autoscaling, a minimal one, a pooler of the operator's and the
+// chart's PgBouncer.
 const SERVICES = [
   'api-gateway',
   'worker-gateway',
@@ -99,6 +100,52 @@ export const VALUE_SETS = {
       urlSecret: { name: 'po-db', key: 'DATABASE_URL' },
       caCert: { secretName: 'po-db-ca', key: 'ca.crt' },
     },
+  },
+  // A transaction-mode pooler of the operator's: its URL in urlSecret, the server's in directUrlSecret.
+  'direct-url': {
+    database: {
+      directUrlSecret: { name: 'pipeline-orchestration-db-direct', key: 'DATABASE_DIRECT_URL' },
+    },
+    migrations: { enabled: true, lockTimeoutMs: 0 },
+    services: {
+      'api-gateway': { databasePoolMax: null },
+      'worker-gateway': { databasePoolMax: 12 },
+    },
+    config: { DATABASE_STATEMENT_TIMEOUT_MS: 0, DATABASE_LOCK_TIMEOUT_MS: 2000 },
+  },
+  // The chart's PgBouncer with the defaults otherwise: its budget is checked like the default one.
+  pgbouncer: {
+    pgbouncer: { enabled: true },
+    database: {
+      directUrlSecret: { name: 'pipeline-orchestration-db-direct', key: 'DATABASE_DIRECT_URL' },
+    },
+  },
+  'pgbouncer-netpol-hpa': {
+    pgbouncer: {
+      enabled: true,
+      image: {
+        repository: 'registry.example.com/pgbouncer',
+        tag: '',
+        digest: `sha256:${'b'.repeat(64)}`,
+      },
+      replicas: 3,
+      port: 6432,
+      poolSize: 10,
+      podDisruptionBudget: { enabled: false, maxUnavailable: 1 },
+    },
+    database: { directUrlSecret: { name: 'po-db-server', key: 'url' } },
+    migrations: { enabled: true, urlSecret: { name: 'po-db-owner', key: 'url' } },
+    networkPolicy: { enabled: true },
+    services: allServices({
+      databasePoolMax: 10,
+      autoscaling: {
+        enabled: true,
+        minReplicas: 2,
+        maxReplicas: 8,
+        targetCPUUtilizationPercentage: 70,
+      },
+    }),
+    spreadAcrossNodes: false,
   },
   minimal: {
     ingress: { enabled: false },

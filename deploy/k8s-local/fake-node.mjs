@@ -141,6 +141,13 @@ async function act(pod) {
           condition('Ready'),
           condition('ContainersReady'),
         ],
+    // Init containers (PgBouncer's) completed before the containers started, as a kubelet reports.
+    initContainerStatuses: (pod.spec.initContainers ?? []).map((c) => ({
+      ...containerStatus(c),
+      ready: true,
+      started: false,
+      state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: t, finishedAt: t } },
+    })),
     containerStatuses: pod.spec.containers.map(containerStatus),
   };
   try {

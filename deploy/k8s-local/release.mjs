@@ -19,6 +19,10 @@ export const SECRETS = {
     DATABASE_URL: 'postgresql://po:not-a-real-password@postgres.invalid:5432/po',
   },
   'pipeline-orchestration-redis': { REDIS_URL: 'redis://redis.invalid:6379' },
+  // The server's own URL (database.directUrlSecret), for the PgBouncer variant (pgbouncer.mjs).
+  'pipeline-orchestration-db-direct': {
+    DATABASE_DIRECT_URL: 'postgresql://po:not-a-real-password@postgres.invalid:5432/po',
+  },
 };
 
 export async function createNamespace(kube, namespace, { secrets = true } = {}) {
@@ -59,7 +63,9 @@ export async function checkAvailable(kube, namespace, expectReplicas = {}) {
   const deps = await deployments(kube, namespace);
   check(
     SERVICES.every((s) => deps[s]),
-    `all five Deployments exist (${Object.keys(deps).sort().join(', ')})`,
+    `all five Deployments exist (${SERVICES.filter((s) => deps[s])
+      .sort()
+      .join(', ')})`,
   );
   for (const service of SERVICES) {
     const d = deps[service];

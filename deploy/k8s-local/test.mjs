@@ -6,7 +6,8 @@
 //   2. the CRDs the chart's optional kinds need (crds.yaml, minimal, written for this test);
 //   3. `--dry-run=server` of every value set the chart checks render (deploy/k8s-checks);
 //   4. install, upgrade, rollback, helm test and uninstall of one release (lifecycle.mjs);
-//   5. the Gateway API variant: installed, switched from header-hash to cookie, uninstalled.
+//   5. the Gateway API variant: installed, switched from header-hash to cookie, uninstalled;
+//   6. the PgBouncer variant: installed, its pool size changed, uninstalled (pgbouncer.mjs).
 // What a fake node cannot prove is in docs/k8s-testing.md.
 import { existsSync } from 'node:fs';
 import { writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { COMPAT_VALUES } from '../k8s-checks/compat.mjs';
 import { VALUE_SETS } from '../k8s-checks/value-sets.mjs';
 import { connect } from './kube.mjs';
 import { lifecycle } from './lifecycle.mjs';
+import { pgbouncerVariant } from './pgbouncer.mjs';
 import {
   checkAvailable,
   checkNothingLeft,
@@ -259,6 +261,7 @@ try {
     root: ROOT,
   });
   await gatewayApi();
+  await pgbouncerVariant({ kube, helm, kubectl, chart: CHART, valuesFile });
   endStep();
   console.log(
     `\ntest:k8s OK: ${checkCount()} checks against Kubernetes v1.20.2 in ${((Date.now() - started) / 1000).toFixed(0)} s`,

@@ -82,13 +82,16 @@ group/versions only, so the Kubernetes version decides (--kube-version, else hel
 {{- if and (eq (include "po.pdbApiVersion" .) "policy/v1") (semverCompare ">=1.27.0-0" .Capabilities.KubeVersion.Version) -}}true{{- end -}}
 {{- end -}}
 
-{{/* DATABASE_URL and REDIS_URL from existing Secrets; never values. */}}
+{{/* DATABASE_URL, DATABASE_DIRECT_URL (when set) and REDIS_URL from existing Secrets; never values. */}}
 {{- define "po.secretEnv" -}}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
       name: {{ .Values.database.urlSecret.name }}
       key: {{ .Values.database.urlSecret.key }}
+{{- with include "po.dbDirectUrlEnv" . }}
+{{ . }}
+{{- end }}
 - name: REDIS_URL
   valueFrom:
     secretKeyRef:
@@ -129,6 +132,7 @@ depends on them, so `helm template` and `helm install` fail with one clear messa
 {{- if and (eq .Values.workerRouting.sticky "none") (gt (int $wgMax) 1) (or .Values.ingress.enabled .Values.gatewayApi.enabled) -}}
 {{- fail "workerRouting.sticky is none with more than one worker-gateway replica: acks would reach the wrong replica (404). Use header-hash or cookie, or one replica" -}}
 {{- end -}}
+{{- include "po.validateDatabase" . -}}
 {{- end -}}
 
 {{/* The header named by workerRouting.hashBy ($http_x_worker_session -> x-worker-session). */}}
