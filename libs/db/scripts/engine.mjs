@@ -5,16 +5,18 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import * as bg from '@prisma/schema-engine-wasm/schema_engine_bg';
+import { planScript, runScript } from './migration-script.mjs';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const schemaPath = join(root, 'prisma', 'schema.prisma');
-export const migrationsDir = join(root, 'prisma', 'migrations');
+export const defaultMigrationsDir = join(root, 'prisma', 'migrations');
 export const filters = { externalTables: [], externalEnums: [] };
 
 // The engine reads pg_catalog columns of type "char" (oid 18) and name (19); adapter-pg has no
@@ -32,14 +34,16 @@ const quoteIdent = (name) => `"${name.replaceAll('"', '""')}"`;
  * Discrete pg settings: with `connectionString`, pg lets the URL override `database` (shadow db bug).
  * `ca` (DATABASE_CA_FILE's PEM) turns on TLS that verifies the server, as in the services' pools.
  */
-export function pgConfig(url, ca) {
+export function pgConfig(url, ca, source = 'DATABASE_URL') {
   let u;
   try {
     u = new URL(url);
   } catch {
-    throw new Error('DATABASE_URL is not a valid URL');
+    throw new Error(`${source} is not a valid URL`);
   }
-  if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') throw new Error('DATABASE_URL must be a postgresql:// URL');
+  if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') throw new Error(`${source} must be a postgresql:// URL`);
+  // Prisma's marker for a transaction-mode PgBouncer, not a server setting: never passed on.
+  u.searchParams.delete('pgbouncer');
   const sslmode = u.searchParams.get('sslmode');
   const schema = u.searchParams.get('schema') ?? undefined;
   return {
@@ -80,16 +84,23 @@ export async function ensureDatabase(config) {
 }
 
 /**
- * adapter-pg splits scripts on ";" (breaks on 'a;b' and DO $$ … $$) and runs the pieces one by one
- * (a failing migration is left half applied). Send the script as one simple query instead, as
- * Prisma's native engine does: PostgreSQL runs it in one implicit transaction.
+ * adapter-pg splits scripts on ";" (breaks on 'a;b' and DO $$ … $$), runs the pieces one by one (a
+ * failing migration is left half applied) through pool.query, and the pool closes a connection
+ * whose query failed: the engine's advisory lock went with it. Here a script runs on a connection
+ * checked out for it (the engine's own, which the pool hands out again, last in first out) and
+ * released intact after an SQL error; migration-script.mjs says how it runs.
  */
-function oneQueryScripts(adapter) {
+function migrationScripts(adapter, options) {
   adapter.executeScript = async (script) => {
+    const client = await adapter.underlyingDriver().connect().catch((err) => adapter.onError(err));
     try {
-      await adapter.underlyingDriver().query(script);
+      await runScript(client, script, { ...options, name: options.nameOf(script) });
     } catch (err) {
+      options.onFailure(script, Boolean(err?.lockRetriesExhausted));
       adapter.onError(err);
+    } finally {
+      // Without an error argument: the session survives an SQL error (pg-pool itself drops a dead one).
+      client.release();
     }
   };
   return adapter;
@@ -99,14 +110,18 @@ function oneQueryScripts(adapter) {
 class MigrationPg extends PrismaPg {
   #config;
   #options;
+  #scripts;
   #open = new Set();
-  constructor(config, options) {
+  constructor(config, options, scripts) {
+    // No idle timeout: closing the engine's idle connection would silently drop its advisory lock.
+    config = { ...config, idleTimeoutMillis: 0 };
     super(config, options);
     this.#config = config;
     this.#options = options;
+    this.#scripts = scripts;
   }
   async connect() {
-    const adapter = oneQueryScripts(await super.connect());
+    const adapter = migrationScripts(await super.connect(), this.#scripts);
     this.#track(adapter, adapter.dispose.bind(adapter));
     return adapter;
   }
@@ -114,7 +129,7 @@ class MigrationPg extends PrismaPg {
     const main = await this.connect();
     const database = `prisma_migrate_shadow_db_${randomUUID()}`;
     await main.executeScript(`CREATE DATABASE ${quoteIdent(database)}`);
-    const shadow = oneQueryScripts(await new PrismaPg({ ...this.#config, database }, this.#options).connect());
+    const shadow = migrationScripts(await new PrismaPg({ ...this.#config, database }, this.#options).connect(), this.#scripts);
     const closeShadow = shadow.dispose.bind(shadow);
     this.#track(shadow, async () => {
       try {
@@ -157,13 +172,40 @@ function loadWasm() {
   });
 }
 
+const isPgBouncer = (url) => {
+  try {
+    return new URL(url).searchParams.get('pgbouncer')?.toLowerCase() === 'true';
+  } catch {
+    return false; // pgConfig says what is wrong with it
+  }
+};
+
+function nonNegativeInteger(env, name, fallback, max) {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new Error(`${name} must be a whole number from 0 to ${max} (got "${raw}")`);
+  return Number(raw);
+}
+
 /**
  * Where and how the migrations connect. MIGRATION_DATABASE_URL lets them run as a role of their own
- * (one that may change the schema, while the services' DATABASE_URL role need not); without it they
- * use DATABASE_URL. DATABASE_CA_FILE applies to both, as it does in the services.
+ * (one that may change the schema, while the services' DATABASE_URL role need not); else
+ * DATABASE_DIRECT_URL (the server itself when DATABASE_URL goes through PgBouncer); else
+ * DATABASE_URL. Migrations need a session (the engine's advisory lock, CONCURRENTLY, SET), which a
+ * transaction-mode pooler does not keep: a `pgbouncer=true` URL is refused. DATABASE_CA_FILE
+ * applies as it does in the services. MIGRATIONS_DIR (tests and tools) reads another folder.
  */
 export function migrationSettings(env, defaultUrl) {
-  const url = env.MIGRATION_DATABASE_URL?.trim() || env.DATABASE_URL?.trim() || defaultUrl;
+  const [source, url] = [
+    ['MIGRATION_DATABASE_URL', env.MIGRATION_DATABASE_URL?.trim()],
+    ['DATABASE_DIRECT_URL', env.DATABASE_DIRECT_URL?.trim()],
+    ['DATABASE_URL', env.DATABASE_URL?.trim()],
+  ].find(([, value]) => value) ?? ['the default URL', defaultUrl];
+  if (isPgBouncer(url)) {
+    throw new Error(
+      `${source} points at PgBouncer (pgbouncer=true), but migrations need a session of their own (an advisory lock, CREATE INDEX CONCURRENTLY): set DATABASE_DIRECT_URL or MIGRATION_DATABASE_URL to the server itself`,
+    );
+  }
   const caFile = env.DATABASE_CA_FILE?.trim();
   let ca;
   if (caFile) {
@@ -173,24 +215,47 @@ export function migrationSettings(env, defaultUrl) {
       throw new Error(`DATABASE_CA_FILE: cannot read ${caFile} (${err.code ?? err.message})`, { cause: err });
     }
   }
-  return { url, ca };
+  return {
+    url,
+    source,
+    ca,
+    lockTimeoutMs: nonNegativeInteger(env, 'MIGRATION_LOCK_TIMEOUT_MS', 5000, 2_147_483_647),
+    lockRetries: nonNegativeInteger(env, 'MIGRATION_LOCK_RETRIES', 5, 100),
+    migrationsDir: env.MIGRATIONS_DIR?.trim() ? resolve(env.MIGRATIONS_DIR.trim()) : defaultMigrationsDir,
+  };
 }
 
-/** Opens the engine on `url`; call `close()` when done. */
-export async function openEngine(url, { verbose = false, ca } = {}) {
+/**
+ * Opens the engine on `url`; call `close()` when done. Set `migrationsList` on the handle to have
+ * scripts named in log lines and in `failure`: the last migration that failed, and whether its lock
+ * retries ran out.
+ */
+export async function openEngine(url, { verbose = false, ca, source, lockTimeoutMs = 5000, lockRetries = 5, log = () => {} } = {}) {
   await loadWasm();
-  const { config, schema } = pgConfig(url, ca);
-  const factory = new MigrationPg(config, schema ? { schema } : undefined);
+  const { config, schema } = pgConfig(url, ca, source);
+  const handle = { migrationsList: undefined, failure: undefined };
+  const nameOf = (script) => handle.migrationsList?.migrationDirectories.find((d) => d.migrationFile.content.value === script)?.path;
+  const factory = new MigrationPg(config, schema ? { schema } : undefined, {
+    lockTimeoutMs,
+    lockRetries,
+    log,
+    sleep,
+    nameOf: (script) => nameOf(script) ?? 'a migration',
+    onFailure: (script, lockRetriesExhausted) => {
+      const name = nameOf(script);
+      handle.failure = name && { name, lockRetriesExhausted };
+    },
+  });
   const content = await readFile(schemaPath, 'utf8');
-  const log = (line) => {
+  const engineLog = (line) => {
     if (verbose) process.stderr.write(`[engine] ${line}\n`);
   };
   const engine = await bg.SchemaEngine.new(
     { datamodels: [[schemaPath, content]] },
-    log,
+    engineLog,
     bindMigrationAwareSqlAdapterFactory(factory),
   );
-  return {
+  return Object.assign(handle, {
     engine,
     config,
     schemaFiles: [{ path: schemaPath, content }],
@@ -198,7 +263,7 @@ export async function openEngine(url, { verbose = false, ca } = {}) {
       await factory.closeAll();
       engine.free();
     },
-  };
+  });
 }
 
 export const lockfileContent =
@@ -207,8 +272,10 @@ export const lockfileContent =
 /**
  * The migrations folder in the shape the engine expects (same as Prisma's CLI). A missing lock file
  * is supplied in memory: the engine needs it to pick the connector even when there is no migration.
+ * A script that cannot run as either kind of migration.sql (migration-script.mjs) stops it here,
+ * before anything is applied.
  */
-export async function readMigrations() {
+export async function readMigrations(migrationsDir = defaultMigrationsDir) {
   const lockPath = 'migration_lock.toml';
   const lockContent = (await readFile(join(migrationsDir, lockPath), 'utf8').catch(() => null)) ?? lockfileContent;
   const entries = await readdir(migrationsDir, { withFileTypes: true }).catch(() => []);
@@ -218,6 +285,13 @@ export async function readMigrations() {
       (value) => ({ tag: 'ok', value }),
       (err) => ({ tag: 'error', value: err.message }),
     );
+    if (content.tag === 'ok') {
+      try {
+        planScript(content.value);
+      } catch (err) {
+        throw new Error(`${entry.name}/migration.sql: ${err.message}`, { cause: err });
+      }
+    }
     migrationDirectories.push({ path: entry.name, migrationFile: { path: 'migration.sql', content } });
   }
   return {

@@ -10,9 +10,12 @@
 //   node scripts/migrate.mjs status                   exit 1 unless the database is up to date
 //   node scripts/migrate.mjs resolve --applied|--rolled-back NAME
 //
-// MIGRATION_DATABASE_URL (a role of its own for schema changes), else DATABASE_URL, else
-// postgresql://postgres@127.0.0.1:5432/pipeline_orchestration. DATABASE_CA_FILE: verify the server.
-// --verbose prints the engine's log lines.
+// MIGRATION_DATABASE_URL (a role of its own for schema changes), else DATABASE_DIRECT_URL, else
+// DATABASE_URL, else postgresql://postgres@127.0.0.1:5432/pipeline_orchestration; never a
+// pgbouncer=true URL. DATABASE_CA_FILE: verify the server. MIGRATION_LOCK_TIMEOUT_MS (5000) and
+// MIGRATION_LOCK_RETRIES (5): each migration's lock_timeout and how often a migration that could
+// not get its locks is retried whole. MIGRATIONS_DIR: another migrations folder (tests, tools).
+// --verbose prints the engine's log lines. How a migration.sql runs: scripts/migration-script.mjs.
 import { mkdir, writeFile, access } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,10 +25,9 @@ import {
   filters,
   lockfileContent,
   migrationSettings,
-  migrationsDir,
   openEngine,
   pgConfig as pgConfigOf,
-  readMigrations,
+  readMigrations as readMigrationsIn,
   root,
 } from './engine.mjs';
 
@@ -49,16 +51,46 @@ try {
   console.error(`migrate ${command} failed: ${errorMessage(err)}`);
   process.exit(1);
 }
-const { url, ca } = settings;
-const pgConfig = (target) => pgConfigOf(target, ca);
+const { url, source, ca, migrationsDir } = settings;
+const pgConfig = (target) => pgConfigOf(target, ca, source);
+const readMigrations = () => readMigrationsIn(migrationsDir);
 const log = (msg) => console.log(msg);
 
 async function withEngine(fn) {
-  const handle = await openEngine(url, { verbose: opts.verbose, ca });
+  const { lockTimeoutMs, lockRetries } = settings;
+  const handle = await openEngine(url, { verbose: opts.verbose, ca, source, lockTimeoutMs, lockRetries, log });
   try {
     return await fn(handle.engine, handle);
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * applyMigrations, saying which migration failed and what to do. One whose lock retries ran out is
+ * marked rolled back: its transaction left nothing behind, so the next deploy may simply try it
+ * again (a failed mark would block every deploy until someone ran resolve).
+ */
+async function applyPending(engine, handle, migrationsList) {
+  handle.migrationsList = migrationsList;
+  handle.failure = undefined;
+  try {
+    return (await engine.applyMigrations({ migrationsList, filters })).appliedMigrationNames;
+  } catch (err) {
+    const { name, lockRetriesExhausted } = handle.failure ?? {};
+    if (!name) throw err;
+    if (!lockRetriesExhausted) {
+      throw new Error(`${name} failed and is recorded as failed: fix the cause, then \`resolve --rolled-back ${name}\` and deploy again.\n${errorMessage(err)}`, {
+        cause: err,
+      });
+    }
+    await engine.markMigrationRolledBack({ migrationName: name });
+    throw new Error(
+      `${name} could not take its locks within MIGRATION_LOCK_TIMEOUT_MS (${settings.lockTimeoutMs} ms) in ${settings.lockRetries + 1} attempts. ` +
+        'Nothing of it was applied and it is marked rolled back, so the next deploy tries it again. ' +
+        "What it waited for: SELECT pid, state, xact_start, query FROM pg_stat_activity WHERE state <> 'idle' ORDER BY xact_start.",
+      { cause: err },
+    );
   }
 }
 
@@ -75,7 +107,7 @@ async function deploy() {
   const { config } = pgConfig(url);
   if (await ensureDatabase(config)) log(`Created database "${config.database}".`);
   const migrationsList = await readMigrations();
-  const { appliedMigrationNames } = await withEngine((engine) => engine.applyMigrations({ migrationsList, filters }));
+  const appliedMigrationNames = await withEngine((engine, handle) => applyPending(engine, handle, migrationsList));
   if (appliedMigrationNames.length === 0) log(`Database "${config.database}" is up to date (${migrationsList.migrationDirectories.length} migrations).`);
   else for (const name of appliedMigrationNames) log(`Applied ${name}`);
 }
@@ -94,14 +126,14 @@ async function dev() {
   if (!slug) throw new Error('dev needs --name NAME (letters, digits, underscores).');
   const { config } = pgConfig(url);
   if (await ensureDatabase(config)) log(`Created database "${config.database}".`);
-  await withEngine(async (engine, { schemaFiles }) => {
-    let migrationsList = await readMigrations();
+  let migrationsList = await readMigrations();
+  await withEngine(async (engine, handle) => {
     const { action } = await engine.devDiagnostic({ migrationsList, filters });
     if (action.tag === 'reset')
       throw new Error(`The development database needs a reset: ${action.reason}\nDrop database "${config.database}" and run dev again.`);
-    for (const name of (await engine.applyMigrations({ migrationsList, filters })).appliedMigrationNames) log(`Applied ${name}`);
+    for (const name of await applyPending(engine, handle, migrationsList)) log(`Applied ${name}`);
 
-    const { exitCode, stdout } = await diffToSchema(engine, migrationsList, schemaFiles);
+    const { exitCode, stdout } = await diffToSchema(engine, migrationsList, handle.schemaFiles);
     if (exitCode === 0) return log('schema.prisma matches the migrations: no migration created.');
     const dirName = `${timestamp()}_${slug}`;
     await mkdir(join(migrationsDir, dirName), { recursive: true });
@@ -112,7 +144,7 @@ async function dev() {
     for (const w of destructiveWarnings(stdout ?? '')) log(`  warning: possible data loss or rewrite: ${w}`);
     if (opts['create-only']) return log('Not applied (--create-only).');
     migrationsList = await readMigrations();
-    for (const name of (await engine.applyMigrations({ migrationsList, filters })).appliedMigrationNames) log(`Applied ${name}`);
+    for (const name of await applyPending(engine, handle, migrationsList)) log(`Applied ${name}`);
   });
 }
 
