@@ -28,7 +28,9 @@ async function migrationsHash(): Promise<string> {
 function deploy(url: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [migrateScript, 'deploy'], {
-      env: { ...process.env, DATABASE_URL: url },
+      // The template goes where `url` says: a shell's migration or direct URL, or another
+      // migrations folder, would send migrate elsewhere (it prefers them to DATABASE_URL).
+      env: { ...process.env, DATABASE_URL: url, MIGRATION_DATABASE_URL: '', DATABASE_DIRECT_URL: '', MIGRATIONS_DIR: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
