@@ -16,14 +16,20 @@ export interface ClusterOptions {
   redisUrl?: string;
   /** Settings that depend on the test's database (e.g. its URL through a pooler), over `env`. */
   databaseEnv?: (database: TestDatabase) => Record<string, string>;
+  /**
+   * A database of the test's own (e.g. reached through a proxy the test re-points, see
+   * postgres-replicas.ts) instead of a fresh test database; its owner drops it, not stop().
+   */
+  database?: TestDatabase;
 }
 
 /**
- * The services as separate processes over a fresh database and queue prefix: what `npm run up`
- * runs, with replicas and per-test settings, so e2e tests can kill and restart any process.
+ * The services as separate processes over a fresh database (or the test's own) and queue prefix:
+ * what `npm run up` runs, with replicas and per-test settings, so e2e tests can kill and restart
+ * any process.
  */
 export async function startCluster(options: ClusterOptions = {}) {
-  const database: TestDatabase = await createTestDatabase();
+  const database: TestDatabase = options.database ?? (await createTestDatabase());
   const prefix = testQueuePrefix('e2e');
   const env: Record<string, string | undefined> = {
     ...process.env,
@@ -58,7 +64,7 @@ export async function startCluster(options: ClusterOptions = {}) {
     // A service that cannot start must not leave its siblings or the database behind.
     await Promise.all(services.map((s) => s.kill()));
     if (!options.redisUrl) await cleanupRedisPrefix(prefix);
-    await database.drop();
+    if (!options.database) await database.drop();
     throw err;
   }
   const find = (label: string) => {
@@ -95,7 +101,7 @@ export async function startCluster(options: ClusterOptions = {}) {
       await Promise.all(workers.map((w) => w.stop()));
       await Promise.all(services.map((s) => s.stop()));
       if (!options.redisUrl) await cleanupRedisPrefix(prefix);
-      await database.drop();
+      if (!options.database) await database.drop();
     },
   };
 }

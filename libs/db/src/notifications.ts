@@ -67,6 +67,10 @@ export function createNotifications(config: pg.ClientConfig | null, unavailable:
     c.on('end', () => lost(c));
     try {
       await c.connect();
+      // A server that takes no writes sends no notifications: after a failover the address may
+      // still lead to the old primary for a moment (read-only, it accepts LISTEN). Try again later.
+      const [{ ro }] = (await c.query<{ ro: boolean }>("SELECT current_setting('transaction_read_only') = 'on' AS ro")).rows as [{ ro: boolean }];
+      if (ro) throw new Error('the server is read-only');
       for (const channel of channels()) await c.query(`LISTEN ${channel}`);
       if (client !== c) return;
       listening = true;
