@@ -6,6 +6,7 @@
 // chart README to the same numbers.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SERVICES } from './value-sets.mjs';
 
 /** max_connections 100 of a default PostgreSQL, less its superuser_reserved_connections 3. */
 export const LIMIT = 97;
@@ -15,13 +16,6 @@ export const DEFAULT_SETS = ['default', 'pgbouncer'];
 const MIGRATION_JOB = 2;
 /** The one LISTEN session of each gateway pod, always on the server (DATABASE_DIRECT_URL or DATABASE_URL). */
 const SESSIONS = { 'api-gateway': 1, 'worker-gateway': 1 };
-const SERVICES = [
-  'api-gateway',
-  'worker-gateway',
-  'pipeline-service',
-  'scheduler-service',
-  'result-consumer',
-];
 
 const byKind = (docs, kind) => docs.filter((d) => d.kind === kind);
 const component = (d) => d.metadata?.labels?.['app.kubernetes.io/component'];

@@ -8,14 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admits } from './exposure.mjs';
+import { SERVICES } from './value-sets.mjs';
 
-const SERVICES = [
-  'api-gateway',
-  'worker-gateway',
-  'pipeline-service',
-  'scheduler-service',
-  'result-consumer',
-];
 
 /** Values pgbouncer and the direct URL must refuse, and why (merged into check-chart's BAD_VALUES). */
 export const PGBOUNCER_BAD_VALUES = {

@@ -2,7 +2,8 @@
 // the real-cluster test dry-runs on an API server (deploy/k8s-local/test.mjs): the defaults, each
 // sticky mode, the Gateway API, autoscaling, a minimal one, a pooler of the operator's and the
 // chart's PgBouncer.
-const SERVICES = [
+/** The chart's five services, as its Deployments' components name them. */
+export const SERVICES = [
   'api-gateway',
   'worker-gateway',
   'pipeline-service',
