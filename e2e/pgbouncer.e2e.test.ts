@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPgBouncer, type PgBouncer } from '@po/testing';
+import { createTestDatabase, startPgBouncer, type PgBouncer, type TestDatabase } from '@po/testing';
 import { startCluster, type Cluster } from './support/cluster.js';
 import { call, waitFor } from './support/http.js';
 import { STREAM_HANDLERS, createStream, errorLines, streamProblems, unreadyServices } from './support/pipeline-stream.js';
@@ -15,18 +15,21 @@ const run = promisify(execFile);
 
 describe('behind PgBouncer in transaction mode (pgbouncer=true, DATABASE_DIRECT_URL)', () => {
   let bouncer: PgBouncer;
+  let database: TestDatabase;
   let cluster: Cluster;
   let key: string;
   let applicationId: number;
 
   beforeAll(async () => {
     bouncer = await startPgBouncer({ poolMode: 'transaction', poolSize: 6 });
+    database = await createTestDatabase();
     cluster = await startCluster({
-      env: { GATEWAY_VISIBILITY_TIMEOUT: '5' },
-      databaseEnv: (database) => ({
+      database,
+      env: {
+        GATEWAY_VISIBILITY_TIMEOUT: '5',
         DATABASE_URL: bouncer.url(new URL(database.url).pathname.slice(1)),
         DATABASE_DIRECT_URL: database.url,
-      }),
+      },
     });
     // The admin command goes through PgBouncer too (the cluster's environment).
     ({ apiKey: key, applicationId } = await cluster.createApp('pgbouncer'));
@@ -47,6 +50,7 @@ describe('behind PgBouncer in transaction mode (pgbouncer=true, DATABASE_DIRECT_
     if (errors.length) console.log(`[pgbouncer] ${errors.length} error lines from the services, the first:\n${errors.slice(0, 5).join('\n')}`);
     await cluster?.stop();
     await bouncer?.stop();
+    await database?.drop();
   }, 60_000);
 
   it('workers bootstrap, and every pipeline runs to Completed with each result applied once', async () => {

@@ -8,6 +8,7 @@ import { record } from './recorder.mjs';
 import {
   checkAvailable,
   checkNothingLeft,
+  helmUninstall,
   createNamespace,
   deploymentName,
   FULL,
@@ -241,17 +242,7 @@ export async function lifecycle({ kube, helm, kubectl, chart, namespace, workDir
 
     // ---- uninstall
     step('helm uninstall --wait');
-    helm([
-      'uninstall',
-      RELEASE,
-      '-n',
-      namespace,
-      '--wait',
-      '--cascade',
-      'foreground',
-      '--timeout',
-      '2m',
-    ]);
+    helmUninstall(helm, namespace);
     check(
       JSON.parse(helm(['list', '-n', namespace, '-o', 'json']).stdout).length === 0,
       'helm list shows no release',

@@ -9,6 +9,7 @@ import { VALUE_SETS } from '../k8s-checks/value-sets.mjs';
 import {
   checkAvailable,
   checkNothingLeft,
+  helmUninstall,
   createNamespace,
   FULL,
   parseManifest,
@@ -159,16 +160,6 @@ export async function pgbouncerVariant({ kube, helm, kubectl, chart, valuesFile 
   );
 
   step('PgBouncer variant: helm uninstall --wait');
-  helm([
-    'uninstall',
-    RELEASE,
-    '-n',
-    namespace,
-    '--wait',
-    '--cascade',
-    'foreground',
-    '--timeout',
-    '2m',
-  ]);
+  helmUninstall(helm, namespace);
   await checkNothingLeft(kubectl, namespace);
 }

@@ -103,6 +103,21 @@ const NAMESPACE_OWN = [
 ];
 
 /** After an uninstall: only what the namespace and the test made before the install remains. */
+/** `helm uninstall --wait` of the release, its objects deleted in the foreground (dependents first). */
+export function helmUninstall(helm, namespace) {
+  helm([
+    'uninstall',
+    RELEASE,
+    '-n',
+    namespace,
+    '--wait',
+    '--cascade',
+    'foreground',
+    '--timeout',
+    '2m',
+  ]);
+}
+
 export async function checkNothingLeft(kubectl, namespace, { secrets = true } = {}) {
   const ours = (name) =>
     NAMESPACE_OWN.some((re) => re.test(name)) ||

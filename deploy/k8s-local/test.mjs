@@ -21,6 +21,7 @@ import { pgbouncerVariant } from './pgbouncer.mjs';
 import {
   checkAvailable,
   checkNothingLeft,
+  helmUninstall,
   createNamespace,
   parseManifest,
   RELEASE,
@@ -233,17 +234,7 @@ async function gatewayApi() {
   );
 
   step('Gateway API variant: helm uninstall --wait');
-  helm([
-    'uninstall',
-    RELEASE,
-    '-n',
-    namespace,
-    '--wait',
-    '--cascade',
-    'foreground',
-    '--timeout',
-    '2m',
-  ]);
+  helmUninstall(helm, namespace);
   await checkNothingLeft(kubectl, namespace);
 }
 

@@ -14,11 +14,10 @@ export interface ClusterOptions {
    * Its keys are left to that server's owner, which throws the whole server away.
    */
   redisUrl?: string;
-  /** Settings that depend on the test's database (e.g. its URL through a pooler), over `env`. */
-  databaseEnv?: (database: TestDatabase) => Record<string, string>;
   /**
    * A database of the test's own (e.g. reached through a proxy the test re-points, see
-   * postgres-replicas.ts) instead of a fresh test database; its owner drops it, not stop().
+   * postgres-replicas.ts, or through a pooler given in `env`) instead of a fresh test database;
+   * its owner drops it, not stop().
    */
   database?: TestDatabase;
 }
@@ -41,7 +40,6 @@ export async function startCluster(options: ClusterOptions = {}) {
     // Several processes share one PostgreSQL in tests: keep each pool small.
     DATABASE_POOL_MAX: '4',
     ...options.env,
-    ...options.databaseEnv?.(database),
   };
   const counts: Record<ServiceName, number> = {
     'api-gateway': 1,

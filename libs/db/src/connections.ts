@@ -1,5 +1,6 @@
 import type { SqlDriverAdapter, SqlDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type pg from 'pg';
+import { quoteLiteral } from './sql.js';
 
 /** read_only_sql_transaction: the server reached is a standby, or a primary made read-only. */
 const READ_ONLY = '25006';
@@ -50,7 +51,7 @@ export function dropReadOnlyConnections(pool: pg.Pool, onRetire: () => void): vo
  */
 export function withTransactionSettings(factory: SqlDriverAdapterFactory, settings: readonly (readonly [string, string])[]): SqlDriverAdapterFactory {
   if (settings.length === 0) return factory;
-  const set = settings.map(([name, value]) => `SET LOCAL ${name} = '${value.replaceAll("'", "''")}'`).join('; ');
+  const set = settings.map(([name, value]) => `SET LOCAL ${name} = ${quoteLiteral(value)}`).join('; ');
   return {
     provider: factory.provider,
     adapterName: factory.adapterName,

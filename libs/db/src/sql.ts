@@ -148,7 +148,8 @@ export function runner(client: pg.Pool | pg.ClientBase, mode: { pooledNames?: bo
   };
 }
 
-const quoteLiteral = (value: string) => `'${value.replaceAll("'", "''")}'`;
+/** A SQL string literal (for settings in simple-protocol text; values are ours, never a client's). */
+export const quoteLiteral = (value: string) => `'${value.replaceAll("'", "''")}'`;
 
 /**
  * What the server connection a pooled transaction landed on has prepared, as pg's own record of
