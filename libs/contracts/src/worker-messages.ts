@@ -169,6 +169,15 @@ export interface StageNextMessage {
   previousAttempts: number;
 }
 
+/**
+ * A StageNext queue job: the pulled payload, except that a pipeline context too large to copy into
+ * every message is left out (`pipelineContextItems` empty) and named by `contextSnapshotId`; the
+ * worker-gateway puts the items back at delivery, so a worker always gets §5.1 (decision 0121).
+ */
+export interface StageNextJob extends StageNextMessage {
+  contextSnapshotId?: string;
+}
+
 export interface PullJobResponse {
   token: string;
   queue: string;

@@ -4,12 +4,14 @@ import {
   freeSlots,
   insertPassStages,
   isTransientDbError,
+  liveContextForDispatch,
   lockPipelines,
   oldestThrottled,
   pipelinesOfStages,
   readContexts,
   readPassStages,
   sqlOf,
+  stageForMessage,
   writeContexts,
   writePass,
   type ContextEntryRow,
@@ -17,12 +19,13 @@ import {
   type PassStage,
   type Queryable,
 } from '@po/db';
-import { slotOrder } from '@po/domain';
+import { slotOrder, type StageOptions } from '@po/domain';
 import type { PipelineEventsProducer, StageNextPublisher, StageResultMessage } from '@po/queues';
 import { rememberSensitive, rememberSensitiveItems, traceparentOf, type Logger, type Span } from '@po/telemetry';
-import type { StageNextMessage } from '@po/contracts';
+import type { ContextItem, StageNextJob } from '@po/contracts';
 import { Batch, type EngineItem, type ItemOutcome } from './batch.js';
 import { byQueue, stageNextMessage } from './messages.js';
+import { INLINE_CONTEXT_MAX_BYTES, contextBytes, snapshotOf, writeSnapshots, type ContextSnapshot } from './context-snapshots.js';
 import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
 
 export interface EngineDeps {
@@ -40,10 +43,12 @@ export interface EngineDeps {
 class ConcurrentChange extends Error {}
 
 const ATTEMPTS = 5;
+/** Tries of a StageNext publish after the commit, before the sweeper's net takes over. */
+const PUBLISH_ATTEMPTS = 3;
 
 interface Outgoing {
   queue: string;
-  message: StageNextMessage;
+  message: StageNextJob;
   /** When the change that made the stage ready was requested (dispatch-latency metric). */
   requestedAt: Date;
 }
@@ -51,13 +56,15 @@ interface Outgoing {
 interface Committed {
   batch: Batch;
   outgoing: Outgoing[];
+  /** The live context of each pipeline the messages were made for (real values). */
+  contexts: ContextItem[][];
 }
 
 /**
  * The engine (decision 0061): applying results, ending expired executions and dispatcher passes are
  * one operation over a batch of pipelines, in one transaction — lock the pipelines in id order,
- * read their stages, decide in memory (libs/domain), write everything in one statement, publish
- * the StageNext messages of the stages it dispatched, commit. result-consumer runs it for results,
+ * read their stages, decide in memory (libs/domain), write everything in one statement, commit, then
+ * publish the StageNext messages of the stages it dispatched. result-consumer runs it for results,
  * pipeline-service for events, retries and the sweeper.
  */
 export class Engine {
@@ -87,15 +94,42 @@ export class Engine {
 
   /**
    * Runs passes inside the caller's open transaction `tx` (made with `keyLookups`), where the
-   * pipelines were just created (decision 0106): locks, reads, decides, writes and publishes as
-   * `run` does, without its retries — a failure is the caller's, whose transaction rolls back.
-   * Resolves with the outcomes and what to do once that transaction has committed.
+   * pipelines were just created (decision 0106): locks, reads, decides and writes as `run` does,
+   * without its retries — a failure is the caller's, whose transaction rolls back. Resolves with the
+   * outcomes and what to do once that transaction has committed (publish, among others).
    */
   async runWithin(tx: Queryable, passes: readonly PassRequest[]): Promise<{ outcomes: ItemOutcome[]; committed: () => Promise<void> }> {
     const started = Date.now();
     const items: EngineItem[] = passes.map((p) => ({ kind: 'pass', pipelineId: p.pipelineId, cause: p.cause }));
     const decided = await this.decide(tx, items, false);
     return { outcomes: decided.batch.outcomes, committed: () => this.afterCommit(items, decided, started) };
+  }
+
+  /**
+   * Publishes the message of a dispatch whose message Redis lost (the sweeper found it missing),
+   * with the context as it is now; nothing when the execution is no longer the stage's Pending one.
+   * The job id is the execution id, so while the job exists in any state this adds nothing.
+   */
+  async republish(executionId: string, stageId: number): Promise<boolean> {
+    const stage = await stageForMessage(this.deps.db, stageId);
+    if (!stage || stage.currentExecutionId !== executionId || stage.status !== 'Pending') return false;
+    const pipelineId = Number(stage.pipelineId);
+    const items = (await liveContextForDispatch(this.deps.db, pipelineId)).map((c) => ({ ...c, isDeleted: false }));
+    const snapshot = contextBytes(items) > INLINE_CONTEXT_MAX_BYTES ? snapshotOf(pipelineId, stage.applicationId, items) : undefined;
+    if (snapshot) await writeSnapshots(sqlOf(this.deps.db), [snapshot]);
+    rememberSensitiveItems(items);
+    const { queue, message } = stageNextMessage({
+      applicationId: stage.applicationId,
+      pipelineId,
+      traceId: stage.pipeline.traceId,
+      stage: { ...stage, id: Number(stage.id), options: stage.options as unknown as StageOptions },
+      executionId,
+      context: snapshot ? [] : items,
+      ...(snapshot ? { contextSnapshotId: snapshot.id } : {}),
+      dispatchedAt: new Date(),
+    });
+    await this.deps.publisher.publish(queue, [message]);
+    return true;
   }
 
   /** Results queued before messages carried their pipeline are resolved here (one statement). */
@@ -149,33 +183,57 @@ export class Engine {
     }
 
     const publishedAt = new Date();
+    // A context is shared by every message of its pipeline, and copied into each only while small:
+    // a large one is written once as a snapshot the messages name (decision 0121), so a fan-out
+    // costs memory in proportion to its stages, not to the context times the fan-out.
+    const shown = new Map<number, ContextItem[]>();
+    const snapshots = new Map<number, ContextSnapshot>();
+    for (const d of batch.dispatches) {
+      if (shown.has(d.pipeline.id)) continue;
+      const live = batch.changedContext(d.pipeline.id) ?? written.context.get(d.pipeline.id) ?? [];
+      const items = live.map((c) => ({ ...c, isDeleted: false }));
+      shown.set(d.pipeline.id, items);
+      if (contextBytes(items) > INLINE_CONTEXT_MAX_BYTES) snapshots.set(d.pipeline.id, snapshotOf(d.pipeline.id, d.pipeline.applicationId, items));
+    }
     const outgoing = batch.dispatches.map((d) => {
-      const context = batch.changedContext(d.pipeline.id) ?? written.context.get(d.pipeline.id) ?? [];
+      const snapshot = snapshots.get(d.pipeline.id);
       const { queue, message } = stageNextMessage({
         applicationId: d.pipeline.applicationId,
         pipelineId: d.pipeline.id,
         traceId: d.pipeline.traceId,
         stage: { ...d.stage, input: written.inputs.get(d.stage.id) ?? '' },
         executionId: d.executionId,
-        context,
+        context: snapshot ? [] : shown.get(d.pipeline.id)!,
+        ...(snapshot ? { contextSnapshotId: snapshot.id } : {}),
         dispatchedAt: publishedAt,
       });
       return { queue, message, requestedAt: d.pipeline.dispatchRequestedAt ?? now };
     });
-    await this.publish(outgoing);
-    return { batch, outgoing };
+    await writeSnapshots(tx, [...snapshots.values()]);
+    return { batch, outgoing, contexts: [...shown.values()] };
   }
 
   /**
-   * Publishes the batch's StageNext messages before it commits (decision 0061): one addBulk per
-   * queue, all queues at once. A worker that pulls one before the commit waits on its lease: the
-   * acquire blocks on the stage row this transaction holds. If the publish fails, the batch rolls
-   * back and is retried, so no committed dispatch ever waits for a message; if the batch rolls back
-   * after the publish, its messages name executions that do not exist and acquire refuses them
-   * (stale_execution).
+   * Publishes the batch's StageNext messages once it has committed (decision 0121): one addBulk
+   * per queue, all queues at once. No broker call holds a row lock, and a worker never pulls a
+   * message whose rows it cannot see yet. A publish that fails is tried again a few times; after
+   * that (or if this process dies in between) the sweeper's lost-message walk republishes the
+   * dispatch from its row, so nothing waits forever. The dispatch stands either way.
    */
-  private async publish(outgoing: readonly Outgoing[]): Promise<void> {
-    await Promise.all([...byQueue(outgoing)].map(([queue, messages]) => this.deps.publisher.publish(queue, messages)));
+  private async publish(outgoing: readonly Outgoing[]): Promise<boolean> {
+    const results = await Promise.allSettled([...byQueue(outgoing)].map(async ([queue, messages]) => {
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          return await this.deps.publisher.publish(queue, messages);
+        } catch (err) {
+          if (attempt >= PUBLISH_ATTEMPTS) throw err;
+          await sleep(100 * 2 ** attempt);
+        }
+      }
+    }));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) this.deps.logger.warn({ err: failed.reason }, 'StageNext messages not published; the sweeper republishes them');
+    return !failed;
   }
 
   /**
@@ -209,7 +267,8 @@ export class Engine {
   private async afterCommit(items: readonly EngineItem[], committed: Committed, started: number): Promise<void> {
     const { batch, outgoing } = committed;
     // The messages hold the real context values: the logger censors the sensitive ones from now on.
-    for (const o of outgoing) rememberSensitiveItems(o.message.pipelineContextItems);
+    for (const context of committed.contexts) rememberSensitiveItems(context);
+    if (outgoing.length > 0) await this.publish(outgoing);
     const causes = new Map<number, string>();
     const spans: Span[] = [];
     items.forEach((item, i) => {

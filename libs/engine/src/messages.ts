@@ -1,4 +1,4 @@
-import { stageQueueName, type StageNextMessage } from '@po/contracts';
+import { stageQueueName, type StageNextJob } from '@po/contracts';
 import type { StageOptions } from '@po/domain';
 
 export interface MessageSource {
@@ -7,12 +7,14 @@ export interface MessageSource {
   traceId: string;
   stage: { id: number; name: string; handlerName: string; input: string; options: StageOptions; spanId: string; attempt: number };
   executionId: string;
+  /** The context the message carries; empty when `contextSnapshotId` names it instead (decision 0121). */
   context: readonly { key: string; value: string; valueType: string | null; isSensitive: boolean }[];
+  contextSnapshotId?: string;
   dispatchedAt: Date;
 }
 
 /** StageNextMessage (addendum §5.1): real context values, sensitive ones included, for the worker only. */
-export function stageNextMessage(m: MessageSource): { queue: string; message: StageNextMessage } {
+export function stageNextMessage(m: MessageSource): { queue: string; message: StageNextJob } {
   return {
     queue: stageQueueName(m.applicationId, m.stage.handlerName),
     message: {
@@ -30,13 +32,14 @@ export function stageNextMessage(m: MessageSource): { queue: string; message: St
       dispatchedAt: m.dispatchedAt.toISOString(),
       timeOutSeconds: m.stage.options.timeOut,
       previousAttempts: m.stage.attempt,
+      ...(m.contextSnapshotId === undefined ? {} : { contextSnapshotId: m.contextSnapshotId }),
     },
   };
 }
 
 /** Groups messages by queue, keeping dispatch order inside each queue. */
-export function byQueue(items: readonly { queue: string; message: StageNextMessage }[]): Map<string, StageNextMessage[]> {
-  const grouped = new Map<string, StageNextMessage[]>();
+export function byQueue(items: readonly { queue: string; message: StageNextJob }[]): Map<string, StageNextJob[]> {
+  const grouped = new Map<string, StageNextJob[]>();
   for (const { queue, message } of items) {
     const list = grouped.get(queue);
     if (list) list.push(message);

@@ -9,7 +9,7 @@ export {
   type PipelineEventType,
   type PipelineEventsProducer,
 } from './pipeline-events.js';
-export { createStageNextPublisher, stageNextBullName, stageNextWakeChannel, type StageNextMessage, type StageNextPublisher } from './stage-next.js';
+export { createStageNextPublisher, stageNextBullName, stageNextWakeChannel, type StageNextJob, type StageNextMessage, type StageNextPublisher } from './stage-next.js';
 export {
   FetchersExhausted,
   StageNextFetcher,

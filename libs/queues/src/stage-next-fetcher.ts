@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Job, Worker, createRedisBackend, type BackendFactory, type JobJson, type RedisQueueBackend } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { validateStageNextMessage, type StageNextMessage } from '@po/contracts';
+import { validateStageNextMessage, type StageNextJob } from '@po/contracts';
 import { stageNextBullName, stageNextWakeChannel } from './stage-next.js';
 
 /** A message fetched for one HTTP delivery, with the BullMQ lock token that owns it. */
 export interface FetchedMessage {
-  job: Job<StageNextMessage>;
+  job: Job<StageNextJob>;
   lockToken: string;
   /** The worker-facing queue name it was fetched from. */
   queue: string;
@@ -36,10 +36,19 @@ export class FetchersExhausted extends Error {
  * nearly all of it, so they are counted and the fixed fields are a constant. Cheaper than
  * serialising a message of several MB again only to measure it.
  */
-export function stageNextMessageBytes(m: StageNextMessage): number {
+export function stageNextMessageBytes(m: StageNextJob): number {
   let bytes = 640 + Buffer.byteLength(m.input) + Buffer.byteLength(m.stageName) + Buffer.byteLength(m.stageHandlerName);
   for (const c of m.pipelineContextItems) bytes += 64 + Buffer.byteLength(c.key) + Buffer.byteLength(c.value ?? '') + Buffer.byteLength(c.valueType ?? '');
   return bytes;
+}
+
+const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
+
+/** A §5.1 payload, or one whose context is named by a snapshot id (decision 0121). */
+function isStageNextJob(data: StageNextJob): boolean {
+  const { contextSnapshotId, ...message } = data;
+  if (contextSnapshotId !== undefined && !(typeof contextSnapshotId === 'string' && UUID.test(contextSnapshotId))) return false;
+  return validateStageNextMessage(message).ok;
 }
 
 /**
@@ -50,7 +59,7 @@ export function stageNextMessageBytes(m: StageNextMessage): number {
 const sharedConnectionOnly: BackendFactory<RedisQueueBackend> = (name, opts) => createRedisBackend(name, opts, { withBlockingConnection: false });
 
 interface OpenQueue {
-  worker: Worker<StageNextMessage>;
+  worker: Worker<StageNextJob>;
   /** Holders that keep it open: callers between acquire and release, fetches under way, messages not yet completed or requeued. */
   users: number;
 }
@@ -118,8 +127,8 @@ export class StageNextFetcher {
     return false;
   }
 
-  private makeWorker(queue: string): Worker<StageNextMessage> {
-    const worker = new Worker<StageNextMessage>(
+  private makeWorker(queue: string): Worker<StageNextJob> {
+    const worker = new Worker<StageNextJob>(
       stageNextBullName(queue),
       null,
       {
@@ -157,7 +166,7 @@ export class StageNextFetcher {
     try {
       for (;;) {
         const lockToken = randomUUID();
-        const job = (await entry.worker.getNextJob(lockToken, { block: false })) as Job<StageNextMessage> | undefined;
+        const job = (await entry.worker.getNextJob(lockToken, { block: false })) as Job<StageNextJob> | undefined;
         if (!job) return null;
         message = await this.deliverable(job, lockToken, queue);
         if (message) return message;
@@ -168,8 +177,8 @@ export class StageNextFetcher {
   }
 
   /** The fetched job as a message to deliver; a malformed payload is failed instead (null). */
-  private async deliverable(job: Job<StageNextMessage>, lockToken: string, queue: string): Promise<FetchedMessage | null> {
-    if (validateStageNextMessage(job.data).ok) return { job, lockToken, queue, bytes: stageNextMessageBytes(job.data) };
+  private async deliverable(job: Job<StageNextJob>, lockToken: string, queue: string): Promise<FetchedMessage | null> {
+    if (isStageNextJob(job.data)) return { job, lockToken, queue, bytes: stageNextMessageBytes(job.data) };
     // Not ours to deliver: drop it rather than hand a malformed payload to a worker.
     await job.moveToFailed(new Error('invalid StageNext payload'), lockToken, false);
     return null;
@@ -196,7 +205,7 @@ export class StageNextFetcher {
       const fetched = await message.job.moveToCompleted(null, message.lockToken, true);
       const [data, id] = Array.isArray(fetched) ? (fetched as [JobJson | null | undefined, string | undefined]) : [];
       if (!data || !entry) return null;
-      const job = Job.fromJSON(entry.worker, data, id) as Job<StageNextMessage>;
+      const job = Job.fromJSON(entry.worker, data, id) as Job<StageNextJob>;
       job.token = message.lockToken;
       next = await this.deliverable(job, message.lockToken, message.queue);
       return next;

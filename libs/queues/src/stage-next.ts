@@ -1,6 +1,6 @@
 import { Queue, QueueKeys } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { StageNextMessage } from '@po/contracts';
+import type { StageNextJob, StageNextMessage } from '@po/contracts';
 import { dropIfSetupFails } from './connection.js';
 
 /**
@@ -11,7 +11,7 @@ import { dropIfSetupFails } from './connection.js';
  * Callers always speak the worker-facing name (pull requests and responses, wake-ups, metrics);
  * only this library turns it into the BullMQ name (`stageNextBullName`).
  */
-export type { StageNextMessage };
+export type { StageNextJob, StageNextMessage };
 
 /** Pub/sub channel on which a queue's worker-facing name is announced when it gains a message. */
 export const stageNextWakeChannel = (prefix: string): string => `${prefix}:stage-next:wake`;
@@ -32,7 +32,7 @@ const MAX_OPEN_QUEUES = 1000;
 
 export interface StageNextPublisher {
   /** Adds each message to its queue; resolves once Redis confirmed every add. */
-  publish(queue: string, messages: StageNextMessage[]): Promise<void>;
+  publish(queue: string, messages: StageNextJob[]): Promise<void>;
   /** The execution ids among `jobs` whose message is not in Redis any more (in no state at all). */
   missing(jobs: readonly { queue: string; executionId: string }[]): Promise<Set<string>>;
   close(): Promise<void>;

@@ -6,6 +6,7 @@ export * from './pipeline-read.js';
 export * from './pipeline-read-logs.js';
 export * from './stages.js';
 export * from './context-items.js';
+export * from './context-snapshots.js';
 export * from './system-logs.js';
 export * from './dispatch.js';
 export * from './executions.js';

@@ -91,6 +91,8 @@ const DELETE_CHILDREN = statement(
   `WITH executions AS (
      DELETE FROM stage_executions WHERE stage_id IN (SELECT id FROM stages WHERE pipeline_id = ANY($1::bigint[])) RETURNING 1),
    context AS (DELETE FROM context_items WHERE pipeline_id = ANY($1::bigint[]) RETURNING 1),
+   -- Unread below, like runs: snapshots are not a family of their own (decision 0121).
+   snapshots AS (DELETE FROM context_snapshots WHERE pipeline_id = ANY($1::bigint[])),
    keywords AS (DELETE FROM pipeline_keywords WHERE pipeline_id = ANY($1::bigint[]) RETURNING 1),
    idempotency AS (
      DELETE FROM idempotency_keys k USING unnest($1::bigint[], $2::int[], $3::text[]) AS d(pipeline_id, application_id, key)

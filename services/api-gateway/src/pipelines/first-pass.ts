@@ -78,7 +78,7 @@ export function createFirstPasses(engine: Engine, logger: Logger, options: First
         try {
           await committed();
         } catch (err) {
-          // Metrics, spans and wake-ups only: the dispatch itself has committed.
+          // Metrics, spans, wake-ups and the publish (whose net is the sweep): the dispatch has committed.
           logger.warn({ err, pipelineId }, 'first pass: after-commit work failed');
         }
       };

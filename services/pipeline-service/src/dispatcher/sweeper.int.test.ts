@@ -120,7 +120,7 @@ describe('the sweeper', () => {
     await results.close();
   });
 
-  it('one item that fails does not stop the others: a pipeline whose message cannot be published does not block the rest', async () => {
+  it('a pipeline whose message cannot be published does not block the rest', async () => {
     const created = async (name: string, handler: string) => {
       const planned = planPipeline({ name, stages: [{ stageName: 'a', stageHandlerName: handler }] }, { applicationId });
       if (!planned.ok) throw new Error('invalid');
@@ -141,10 +141,11 @@ describe('the sweeper', () => {
       expect(await queue.getJob(stage!.currentExecutionId!)).toBeDefined();
       await queue.close();
     }
-    // The failed pass rolled back: nothing was dispatched without its message.
+    // Its dispatch committed all the same (the publish follows the commit, decision 0121): the
+    // lost-message walk republishes it once the broker takes it.
     const [badStage] = await db().stage.findMany({ where: { pipelineId: BigInt(bad) } });
-    expect(badStage).toMatchObject({ status: 'NotStarted', currentExecutionId: null });
-    expect(await db().stageExecution.count({ where: { stageId: badStage!.id } })).toBe(0);
-    expect(logLines.some((l) => l.includes('sweep item failed') && l.includes(`"id":${bad}`))).toBe(true);
+    expect(badStage!.status).toBe('Pending');
+    expect(await db().stageExecution.count({ where: { stageId: badStage!.id } })).toBe(1);
+    expect(logLines.some((l) => l.includes('not published'))).toBe(true);
   });
 });

@@ -1,14 +1,11 @@
 import {
   expiredExecutions,
-  liveContextForDispatch,
   pipelinesDueForDispatch,
   pipelinesWithThrottledStages,
   sqlOf,
-  stageForMessage,
   waitingExecutions,
 } from '@po/db';
-import type { StageOptions } from '@po/domain';
-import { stageNextMessage, type EngineItem } from '@po/engine';
+import type { EngineItem } from '@po/engine';
 import { stageQueueName } from '@po/contracts';
 import type { DispatcherDeps } from './deps.js';
 
@@ -96,21 +93,7 @@ async function runEach(deps: DispatcherDeps, items: EngineItem[], options: { ski
 }
 
 async function republish(deps: DispatcherDeps, executionId: string, stageId: number): Promise<void> {
-  const stage = await stageForMessage(deps.db, stageId);
-  if (!stage || stage.currentExecutionId !== executionId || stage.status !== 'Pending') return;
-  const context = await liveContextForDispatch(deps.db, Number(stage.pipelineId));
-  const { queue, message } = stageNextMessage({
-    applicationId: stage.applicationId,
-    pipelineId: Number(stage.pipelineId),
-    traceId: stage.pipeline.traceId,
-    stage: { ...stage, id: Number(stage.id), options: stage.options as unknown as StageOptions },
-    executionId,
-    context,
-    dispatchedAt: new Date(),
-  });
-  // The job id is the execution id: while the job exists in any state this adds nothing.
-  await deps.publisher.publish(queue, [message]);
-  deps.logger.info({ executionId, stageId }, 'republished a lost StageNext message');
+  if (await deps.engine.republish(executionId, stageId)) deps.logger.info({ executionId, stageId }, 'republished a lost StageNext message');
 }
 
 async function step(deps: DispatcherDeps, name: string, fn: () => Promise<void>): Promise<void> {

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError, fetchRoom, pullRefusal, type DeliveryLimits, type PullRefusal } from '@po/domain';
-import type { FetchedMessage, StageNextFetcher, StageNextMessage } from '@po/queues';
+import type { FetchedMessage, StageNextFetcher, StageNextJob } from '@po/queues';
 import { visibilityRequeues, type Logger } from '@po/telemetry';
 
 export interface Delivery {
   token: string;
   queue: string;
   messageId: string;
-  payload: StageNextMessage;
+  /** The job as queued: its context may be named by a snapshot, resolved when answered (decision 0121). */
+  payload: StageNextJob;
   /** When the fetch that found the message began (epoch ms): the pull span starts there. */
   fetchStartedAt: number;
 }
@@ -323,7 +324,7 @@ export class Deliveries {
   }
 
   /** The message of a delivery this process holds and whose visibility timeout has not passed. */
-  heldMessage(token: string): StageNextMessage | undefined {
+  heldMessage(token: string): StageNextJob | undefined {
     const held = this.held.get(token);
     return held && held.expiresAt > this.now() ? held.message.job.data : undefined;
   }

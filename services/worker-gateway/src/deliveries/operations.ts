@@ -3,6 +3,7 @@ import { limits, parseStageQueueName, type PullJobResponse, type PullNextRequest
 import { pickupLatency, pullWait, rememberSensitiveItems, withTraceparent } from '@po/telemetry';
 import type { Deps } from '../deps.js';
 import { leaseOnPull, type LeaseResponse } from '../leases/operations.js';
+import { payloadOf } from './context-snapshots.js';
 import type { Deliveries, Delivery } from './deliveries.js';
 import { pullTraceparent } from './observe.js';
 
@@ -50,8 +51,6 @@ function delivered(delivery: Delivery | null, started: number): { delivery: Deli
   // dispatchedAt is another process's clock: a small skew must not record a negative wait.
   const dispatchedAt = Date.parse(delivery.payload.dispatchedAt);
   if (Number.isFinite(dispatchedAt)) pickupLatency().observe(Math.max(0, Date.now() - dispatchedAt) / 1000);
-  // The payload holds the real context values: the logger censors the sensitive ones from now on.
-  rememberSensitiveItems(delivery.payload.pipelineContextItems);
   return { delivery, traceparent: pullTraceparent(delivery) };
 }
 
@@ -70,14 +69,18 @@ export async function deliveryResponse(
   signal: AbortSignal,
 ): Promise<DeliveryAnswer> {
   const { delivery, traceparent } = pulled;
-  const answer =
+  const [answer, payload] = await Promise.all([
     lease && !signal.aborted
-      ? ((await withTraceparent(traceparent, () => leaseOnPull(deps, lease.sessionToken, delivery.payload, lease.workerId))) ?? null)
-      : undefined;
+      ? withTraceparent(traceparent, () => leaseOnPull(deps, lease.sessionToken, delivery.payload, lease.workerId)).then((a) => a ?? null)
+      : undefined,
+    payloadOf(deps.db, delivery.payload),
+  ]);
+  // The payload holds the real context values: the logger censors the sensitive ones from now on.
+  rememberSensitiveItems(payload.pipelineContextItems);
   return {
     token: delivery.token,
     queue: delivery.queue,
-    payload: delivery.payload,
+    payload,
     messageId: delivery.messageId,
     headers: { traceparent },
     ...(answer === undefined ? {} : { lease: answer }),
