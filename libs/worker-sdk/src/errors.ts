@@ -84,9 +84,15 @@ export class WorkerConfigError extends Error {
   }
 }
 
-/** ctx.signal reason: a lease renewal was refused; another attempt owns the stage or it was cancelled. */
+/**
+ * ctx.signal reason: the lease is no longer this worker's, so another attempt may run the stage.
+ * `reason` is the gateway's refusal (`pipeline_cancelled`, `stage_terminal`, `stale_execution`,
+ * `lease_expired`, `not_owner`), `not_found` (404), a 409's problem code, or `lapsed`: the SDK's
+ * own clock saw the lease run out while no renewal got through.
+ */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
+  readonly code = 'LEASE_LOST';
 
   constructor(readonly reason: string) {
     super(`lease lost: ${reason}`);

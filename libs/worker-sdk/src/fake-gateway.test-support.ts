@@ -24,7 +24,12 @@ export interface Reply {
   body?: unknown;
   headers?: Record<string, string>;
   delayMs?: number;
+  /** Close the connection without an answer: the client sees a network error. */
+  drop?: boolean;
 }
+
+/** A reply that closes the connection without an answer. */
+export const dropped: Reply = { status: 0, drop: true };
 
 /** Route keys: 'bootstrap', 'heartbeat', 'events', 'shutdown', 'pull', 'ack', 'acquire', 'renew', 'result'. */
 export type Route =
@@ -66,6 +71,8 @@ export class FakeGateway {
   extensions = false;
   /** With extensions: the lease a pull answers (default: granted, as acquire would). */
   pullLease: ((stageId: number) => unknown) | undefined;
+  /** The lease a grant reports (leaseExpiresAt); the SDK counts its own leaseDurationMs. */
+  leaseMs = 60_000;
 
   constructor() {
     this.server = createServer((req, res) => {
@@ -171,7 +178,7 @@ export class FakeGateway {
   private acquire(stageId: number, renew = false) {
     const attempt = (this.attempts.get(stageId) ?? 0) + (renew ? 0 : 1);
     this.attempts.set(stageId, attempt);
-    const leaseExpiresAt = new Date(Date.now() + 60_000).toISOString();
+    const leaseExpiresAt = new Date(Date.now() + this.leaseMs).toISOString();
     return { acquired: true, attempt, leaseExpiresAt, reason: null };
   }
 
@@ -194,6 +201,10 @@ export class FakeGateway {
   private send(res: ServerResponse, rec: Recorded, reply: Reply): void {
     const write = () => {
       if (res.writableEnded || res.destroyed) return;
+      if (reply.drop) {
+        res.socket?.destroy();
+        return;
+      }
       const body = reply.body === undefined ? '' : JSON.stringify(reply.body);
       res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
       res.end(body);

@@ -1,16 +1,10 @@
 // One delivery, from lease to ack: acquire the lease (refused → ack without executing), run the
 // handler while renewing the lease, post the result (the same body again on an unknown outcome,
-// never re-running the handler), and ack only after the 202.
+// never re-running the handler) while still renewing, and ack only after the 202. A lost lease
+// aborts the handler, withholds its result and, after abortGraceMs, frees the slot (decision 0118).
 import type { WorkerClient } from './client.js';
 import { createCollected, createContext } from './context.js';
-import {
-  ApiError,
-  describe,
-  isRetryable,
-  isStatus,
-  LeaseLostError,
-  StageTimeoutError,
-} from './errors.js';
+import { ApiError, describe, isRetryable, isStatus, StageTimeoutError } from './errors.js';
 import type { EventBatcher } from './events.js';
 import { LeaseKeeper } from './lease.js';
 import type { LogFields, Logger } from './logger.js';
@@ -49,9 +43,48 @@ export interface JobDeps {
 
 type Delivery = 'accepted' | 'lease_lost' | 'rejected' | 'undelivered';
 
+/**
+ * A delivery, with the performance.now() at which the request that brought it (a pull, or the
+ * result that carried it) was sent: a lease it carries is counted from then (decision 0118).
+ */
+export interface Delivered {
+  delivery: PullJobResponse;
+  sentAt: number;
+}
+
+/** A lease, with when the request that got it was sent. */
+interface Granted {
+  lease: StageLeaseResponse;
+  sentAt: number;
+}
+
 /** The pull a result carries (decision 0100), acquiring the lease as a pull would. */
 function nextRequest(queue: string, workerId: string | undefined): StageResultSubmit['next'] {
   return workerId === undefined ? { queue } : { queue, lease: { workerId } };
+}
+
+/**
+ * The handler's outcome; undefined once its lease was lost and it has not returned within
+ * `graceMs`. Such a handler keeps running, but a retry may run elsewhere: it has no claim on a slot.
+ */
+function outcomeUnlessAbandoned(
+  running: Promise<Outcome>,
+  lost: AbortSignal,
+  graceMs: number,
+): Promise<Outcome | undefined> {
+  return new Promise((resolve) => {
+    let grace: NodeJS.Timeout | undefined;
+    const onLost = () => {
+      grace = setTimeout(() => resolve(undefined), graceMs);
+    };
+    if (lost.aborted) onLost();
+    else lost.addEventListener('abort', onLost, { once: true });
+    void running.then((outcome) => {
+      clearTimeout(grace);
+      lost.removeEventListener('abort', onLost);
+      resolve(outcome);
+    });
+  });
 }
 
 export class JobRunner {
@@ -76,11 +109,11 @@ export class JobRunner {
    * once more (decision 0100): the delivery it brought is returned for the slot to run next.
    */
   async run(
-    delivery: PullJobResponse,
+    { delivery, sentAt }: Delivered,
     handlerName: string,
     handler: StageHandler,
     nextQueue?: string,
-  ): Promise<PullJobResponse | null> {
+  ): Promise<Delivered | null> {
     const m = delivery.payload;
     const fields: LogFields = {
       stageId: m.stageId,
@@ -88,15 +121,18 @@ export class JobRunner {
       executionId: m.executionId,
       handler: handlerName,
     };
-    const lease = delivery.lease ?? (await this.acquire(delivery, fields));
-    if (lease === 'unavailable') {
+    const granted: Granted | 'unavailable' | 'rejected' = delivery.lease
+      ? { lease: delivery.lease, sentAt }
+      : await this.acquire(delivery, fields);
+    if (granted === 'unavailable') {
       this.ackLater(delivery.token, true, fields);
       return null;
     }
-    if (lease === 'rejected') {
+    if (granted === 'rejected') {
       this.ackLater(delivery.token, false, fields);
       return null;
     }
+    const { lease } = granted;
     if (!lease.acquired) {
       this.deps.logger.info('lease refused; acknowledging the delivery without executing', {
         ...fields,
@@ -111,6 +147,7 @@ export class JobRunner {
     try {
       return await this.execute(
         delivery,
+        granted.sentAt,
         handlerName,
         handler,
         attempt,
@@ -124,12 +161,13 @@ export class JobRunner {
 
   private async execute(
     delivery: PullJobResponse,
+    leaseSentAt: number,
     handlerName: string,
     handler: StageHandler,
     attempt: number,
     fields: LogFields,
     nextQueue: string | undefined,
-  ): Promise<PullJobResponse | null> {
+  ): Promise<Delivered | null> {
     const { client, session, events, logger, options, counters, stopSignal } = this.deps;
     const m = delivery.payload;
     const ids = { stageId: m.stageId, pipelineId: m.pipelineId };
@@ -150,6 +188,8 @@ export class JobRunner {
     const traceparent = traced ? traced.traceparent : parent;
     const keeper = new LeaseKeeper({
       intervalMs: options.leaseRenewIntervalMs,
+      leaseMs: options.leaseDurationMs,
+      grantSentAt: leaseSentAt,
       logger,
       fields,
       renew: () =>
@@ -161,7 +201,7 @@ export class JobRunner {
             traceparent,
           ),
         ),
-      onLost: (reason) => controller.abort(new LeaseLostError(reason)),
+      onLost: (error) => controller.abort(error),
     });
     const onStop = () => controller.abort(stopSignal.reason);
     const timeout =
@@ -187,27 +227,35 @@ export class JobRunner {
       collected,
       traceparent,
     });
-    let outcome: Outcome;
-    try {
-      const returned =
-        otel && traced ? otel.context.with(traced.context, () => handler(ctx)) : handler(ctx);
-      outcome = fromReturn(await returned);
-    } catch (err) {
-      outcome = fromThrow(err, controller.signal.aborted ? controller.signal.reason : undefined);
-    } finally {
-      clearTimeout(timeout);
-      stopSignal.removeEventListener('abort', onStop);
+    const running = (async () =>
+      fromReturn(
+        await (otel && traced
+          ? otel.context.with(traced.context, () => handler(ctx))
+          : handler(ctx)),
+      ))().catch((err: unknown) =>
+      fromThrow(err, controller.signal.aborted ? controller.signal.reason : undefined),
+    );
+    const outcome = await outcomeUnlessAbandoned(running, keeper.signal, options.abortGraceMs);
+    clearTimeout(timeout);
+    stopSignal.removeEventListener('abort', onStop);
+    if (outcome === undefined) {
+      logger.warn('handler ignored its lost lease; freeing its slot and dropping its result', {
+        ...fields,
+        graceMs: options.abortGraceMs,
+      });
     }
     const durationMs = Date.now() - started;
     if (traced) {
-      if (!outcome.isSuccess) failHandlerSpan(traced.span, outcome.errorCode ?? 'HANDLER_ERROR');
+      if (outcome === undefined) failHandlerSpan(traced.span, 'LEASE_LOST');
+      else if (!outcome.isSuccess)
+        failHandlerSpan(traced.span, outcome.errorCode ?? 'HANDLER_ERROR');
       traced.span.end();
     }
 
     let result: Delivery = 'lease_lost';
     let ackAnswered = false;
-    let next: PullJobResponse | null = null;
-    if (keeper.lost === undefined) {
+    let next: Delivered | null = null;
+    if (outcome !== undefined && keeper.lost === undefined) {
       // The gateway that served the pull acknowledges it once the result is accepted (decision 0098),
       // and pulls for this slot again when asked (decision 0100).
       const body: StageResultSubmit = {
@@ -223,7 +271,7 @@ export class JobRunner {
     }
     keeper.stop();
 
-    if (result === 'accepted' && outcome.isSuccess) {
+    if (result === 'accepted' && outcome?.isSuccess === true) {
       counters.processed += 1;
       events.push({
         kind: 'stage_completed',
@@ -236,9 +284,9 @@ export class JobRunner {
       events.push({
         kind: 'stage_failed',
         ...ids,
-        data: { ...data, durationMs, errorCode: outcome.errorCode ?? null },
+        data: { ...data, durationMs, errorCode: outcome?.errorCode ?? null },
       });
-      logger.warn('stage failed', { ...fields, errorCode: outcome.errorCode, durationMs });
+      logger.warn('stage failed', { ...fields, errorCode: outcome?.errorCode, durationMs });
     } else {
       counters.failed += 1;
       if (result === 'lease_lost') {
@@ -262,12 +310,13 @@ export class JobRunner {
   private async acquire(
     delivery: PullJobResponse,
     fields: LogFields,
-  ): Promise<StageLeaseResponse | 'unavailable' | 'rejected'> {
+  ): Promise<Granted | 'unavailable' | 'rejected'> {
     const { client, session, logger, options } = this.deps;
     const m = delivery.payload;
     for (let i = 0; ; i++) {
+      const sentAt = performance.now();
       try {
-        return await session.call((token, workerId) =>
+        const lease = await session.call((token, workerId) =>
           client.acquireLease(
             token,
             m.stageId,
@@ -275,6 +324,7 @@ export class JobRunner {
             deliveryTraceparent(delivery.headers),
           ),
         );
+        return { lease, sentAt };
       } catch (err) {
         if (isRetryable(err) && i < 2) {
           const delay = backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs);
@@ -300,24 +350,32 @@ export class JobRunner {
     }
   }
 
-  /** Posts the same body until 202, a definitive refusal, a lost lease, or the retry deadline. */
+  /**
+   * Posts the same body until 202, a definitive refusal, a lost lease, or the retry deadline. The
+   * keeper goes on renewing meanwhile, so an outage longer than the lease (a broker down: 503) does
+   * not turn finished work into LEASE_EXPIRED.
+   */
   private async postResult(
     body: StageResultSubmit,
     keeper: LeaseKeeper,
     fields: LogFields,
     traceparent: string | undefined,
-  ): Promise<Delivery | 'answered' | { next: PullJobResponse | null }> {
+  ): Promise<Delivery | 'answered' | { next: Delivered | null }> {
     const { client, session, logger, options } = this.deps;
     const deadline = Date.now() + options.resultRetryTimeoutMs;
+    // Built at the first retry only: most results are accepted at once.
+    let waitEnds: AbortSignal | undefined;
     for (let i = 0; ; i++) {
       if (keeper.lost !== undefined) return 'lease_lost';
+      const sentAt = performance.now();
       try {
         const accepted = await session.call((token) =>
           client.submitResult(token, body, traceparent),
         );
         // 'answered': the gateway knew ackToken (acked true or false); 'accepted': an older one.
         if (accepted.acked === undefined) return 'accepted';
-        return accepted.next === undefined ? 'answered' : { next: accepted.next };
+        if (accepted.next === undefined) return 'answered';
+        return { next: accepted.next === null ? null : { delivery: accepted.next, sentAt } };
       } catch (err) {
         if (!isRetryable(err)) {
           logger.error('result rejected by the server', { ...fields, error: describe(err) });
@@ -340,7 +398,9 @@ export class JobRunner {
           delayMs: delay,
           error: describe(err),
         });
-        if (!(await sleep(delay, this.deps.abandonSignal))) {
+        waitEnds ??= AbortSignal.any([this.deps.abandonSignal, keeper.signal]);
+        if (!(await sleep(delay, waitEnds))) {
+          if (keeper.lost !== undefined) return 'lease_lost';
           logger.error('worker stopped before the result was delivered', fields);
           return 'undelivered';
         }

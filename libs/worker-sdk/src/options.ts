@@ -31,8 +31,14 @@ export interface WorkerOptions {
   abortGraceMs?: number;
   /** Timeout of each HTTP call (a pull adds its wait). Default 10000. */
   requestTimeoutMs?: number;
-  /** Lease renewal period while a stage runs (the lease lasts 60 s). Default 20000. */
+  /** Lease renewal period while a stage runs and its result is sent. Default 20000. */
   leaseRenewIntervalMs?: number;
+  /**
+   * How long a lease lasts, counted on the SDK's clock from when the request that got it was sent:
+   * once it passes without a renewal, ctx.signal aborts. The protocol grants 60 s; a lower value
+   * only aborts sooner. Default 60000.
+   */
+  leaseDurationMs?: number;
   /** Heartbeat period; default the bootstrap's heartbeatIntervalSeconds. */
   heartbeatIntervalMs?: number;
   /** How often buffered lifecycle events are sent. Default 1000. */
@@ -66,6 +72,7 @@ export interface ResolvedOptions {
   abortGraceMs: number;
   requestTimeoutMs: number;
   leaseRenewIntervalMs: number;
+  leaseDurationMs: number;
   heartbeatIntervalMs: number | undefined;
   eventFlushIntervalMs: number;
   sendEvents: boolean;
@@ -148,6 +155,8 @@ function handlersOf(value: unknown, problems: Problems): Map<string, StageHandle
 }
 
 const MAX_MS = 2_147_483_647;
+/** The lease the protocol grants, and extends by on a renewal. */
+const LEASE_MS = 60_000;
 
 /** Validates options and applies defaults; throws WorkerConfigError listing every problem. */
 export function resolveOptions(options: WorkerOptions): ResolvedOptions {
@@ -205,6 +214,7 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
     abortGraceMs: ms('abortGraceMs', 0, 5_000),
     requestTimeoutMs: ms('requestTimeoutMs', 1, 10_000),
     leaseRenewIntervalMs: ms('leaseRenewIntervalMs', 1, 20_000),
+    leaseDurationMs: int(o.leaseDurationMs, 'leaseDurationMs', 2, LEASE_MS, LEASE_MS, p),
     heartbeatIntervalMs:
       o.heartbeatIntervalMs === undefined ? undefined : ms('heartbeatIntervalMs', 1, 30_000),
     eventFlushIntervalMs: ms('eventFlushIntervalMs', 1, 1_000),
@@ -215,8 +225,10 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
     startupAttempts: int(o.startupAttempts, 'startupAttempts', 1, 1000, 5, p),
     fetch: o.fetch as FetchLike | undefined,
   };
-  if (resolved.leaseRenewIntervalMs >= 60_000) {
-    p.push('leaseRenewIntervalMs must be below 60000: a lease lasts 60 s');
+  if (resolved.leaseRenewIntervalMs >= resolved.leaseDurationMs) {
+    p.push(
+      `leaseRenewIntervalMs must be below leaseDurationMs (${resolved.leaseDurationMs}): a lease must be renewed before it runs out`,
+    );
   }
   if (p.length > 0) throw new WorkerConfigError(p);
   return resolved;

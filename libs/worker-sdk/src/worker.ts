@@ -6,7 +6,7 @@ import { MalformedDeliveryError, WorkerClient } from './client.js';
 import { describe, isStatus, ProtocolError, WorkerStoppingError } from './errors.js';
 import { EventBatcher } from './events.js';
 import { JobRunner } from './job.js';
-import type { Counters } from './job.js';
+import type { Counters, Delivered } from './job.js';
 import { createJsonLogger, safeLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import { resolveOptions } from './options.js';
@@ -166,13 +166,13 @@ class PipelineWorker implements Worker {
     const signal = this.pullAbort.signal;
     let failures = 0;
     // The delivery the last result brought (decision 0100), with the route it was pulled for.
-    let carried: { delivery: PullJobResponse; route: Route } | undefined;
+    let carried: { delivered: Delivered; route: Route } | undefined;
     while (this.current === 'running') {
       let route: Route;
-      let delivery: PullJobResponse | null;
+      let delivered: Delivered;
       let backlog: boolean;
       if (carried) {
-        ({ delivery, route } = carried);
+        ({ delivered, route } = carried);
         carried = undefined;
         backlog = true;
       } else {
@@ -183,7 +183,9 @@ class PipelineWorker implements Worker {
         }
         const taken = rotation.take();
         route = taken.route;
-        const asked = Date.now();
+        // Monotonic: a lease the pull brings is counted from here (decision 0118).
+        const asked = performance.now();
+        let delivery: PullJobResponse | null;
         try {
           // The gateway acquires the lease with the delivery: one call fewer per stage (decision 0098).
           delivery = await this.client.pull(route.queue, taken.wait, signal, this.session.workerId);
@@ -199,11 +201,12 @@ class PipelineWorker implements Worker {
           if (taken.wait === 0) await sleep(500, signal);
           continue;
         }
-        backlog = Date.now() - asked <= BACKLOG_PULL_MS;
+        delivered = { delivery, sentAt: asked };
+        backlog = performance.now() - asked <= BACKLOG_PULL_MS;
       }
       if (this.current !== 'running') {
         // The pull answered as stop() began: hand the delivery back at once.
-        await this.client.ack(delivery.token, true).catch(() => undefined);
+        await this.client.ack(delivered.delivery.token, true).catch(() => undefined);
         break;
       }
       rotation.busy += 1;
@@ -211,15 +214,17 @@ class PipelineWorker implements Worker {
       // one request per stage instead of two. Without one it would only find the queue empty.
       const nextRoute = backlog ? rotation.pickNext() : undefined;
       try {
-        const next = await this.runner.run(delivery, route.handler, route.fn, nextRoute?.queue);
-        if (next && nextRoute) carried = { delivery: next, route: nextRoute };
+        const next = await this.runner.run(delivered, route.handler, route.fn, nextRoute?.queue);
+        if (next && nextRoute) carried = { delivered: next, route: nextRoute };
       } catch (err) {
         this.logger.error('unexpected error while running a delivery', { error: describe(err) });
       } finally {
         rotation.busy -= 1;
       }
     }
-    if (carried) await this.client.ack(carried.delivery.token, true).catch(() => undefined);
+    if (carried) {
+      await this.client.ack(carried.delivered.delivery.token, true).catch(() => undefined);
+    }
   }
 
   private async pullFailed(err: unknown, route: Route, failures: number): Promise<void> {
