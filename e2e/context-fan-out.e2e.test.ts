@@ -53,7 +53,7 @@ describe('a large context fanned out to 99 stages', () => {
         ...Array.from({ length: 99 }, (_, i) => ({ stageName: `leaf${i}`, stageHandlerName: 'measure', input: `leaf${i}`, options: { dependsOn: ['root'] } })),
       ],
     });
-    expect(created.status, created.text).toBe(201);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
     const id = created.body.pipeline.id as number;
     const done = await waitFor(
       'the pipeline to finish',
