@@ -247,7 +247,11 @@ const ROUTES = {
   '/stages/17/lease/acquire': 'worker-gateway',
   '/stages/17/lease/renew': 'worker-gateway',
   '/stages/17/result': 'worker-gateway',
+  // Any id, not only digits: the worker-gateway answers a bad one 401/400 in the spec's check order (decision 0117).
+  '/stages/abc/lease/acquire': 'worker-gateway',
+  '/stages/abc/result': 'worker-gateway',
   '/stages/17/resume': 'api-gateway',
+  '/stages/abc/resume': 'api-gateway',
   '/pipelines/idempotent': 'api-gateway',
   '/pipelines/5/cancel': 'api-gateway',
   '/schedules/nightly/trigger': 'api-gateway',

@@ -30,8 +30,8 @@ export const CHART_VALUES = join(ROOT, 'helm', 'pipeline-orchestration', 'values
 export const WORKER_LOCATIONS = [
   '^/workers/(bootstrap|heartbeat|events|shutdown)$',
   '^/jobs/',
-  '^/stages/[0-9]+/lease/',
-  '^/stages/[0-9]+/result$',
+  '^/stages/[^/]+/lease/',
+  '^/stages/[^/]+/result$',
 ];
 
 /**

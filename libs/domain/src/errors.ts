@@ -1,11 +1,11 @@
+import type { FieldError } from '@po/contracts';
+
 /**
  * Domain errors carry a stable machine code (addendum §3) and never an HTTP status: the HTTP layer
- * maps codes to statuses in one place.
+ * maps codes to statuses in one place. Their per-field errors are the problem details' `errors`
+ * items, a wire type.
  */
-export interface FieldError {
-  field: string;
-  message: string;
-}
+export type { FieldError } from '@po/contracts';
 
 export type ErrorCode =
   | 'validation_failed'

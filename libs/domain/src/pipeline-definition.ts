@@ -1,16 +1,10 @@
+import type { PipelineDefinition } from '@po/contracts';
 import type { FieldError } from './errors.js';
 import { newTraceId } from './ids.js';
-import { checkAddedStages, stageFromCreate, type NewStage, type StageCreateInput } from './stage-definition.js';
+import { checkAddedStages, stageFromCreate, type NewStage } from './stage-definition.js';
 
-/** A validated PipelineDefinition (creation body or a schedule's definition). */
-export interface PipelineDefinitionInput {
-  name: string;
-  traceId?: string;
-  policies?: Record<string, unknown>[];
-  stages: StageCreateInput[];
-  pipelineKeywords?: { key: string; value: string }[];
-  pipelineContextItems?: { key: string; value?: string; valueType?: string; isSensitive?: boolean; isDeleted?: boolean }[];
-}
+/** A validated PipelineDefinition (creation body or a schedule's definition), the wire type. */
+export type PipelineDefinitionInput = PipelineDefinition;
 
 export interface NewPipeline {
   applicationId: number;

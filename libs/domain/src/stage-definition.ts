@@ -1,64 +1,22 @@
+import { limits, utf8Bytes } from '@po/contracts';
+import type { StageCreate, StageInfo, StageOptions, StageOptionsInput } from '@po/contracts';
 import type { FieldError } from './errors.js';
 
-export const MAX_STAGES_PER_PIPELINE = 100;
-export const MAX_STAGE_INPUT_BYTES = 262_144;
+// Wire types: @po/contracts defines them (StageOptionsInput as a client sends it, validated and
+// without nulls; StageOptions with every default of addendum §4 applied, as stored and returned).
+export type { Backoff, StageOptions, StageOptionsInput } from '@po/contracts';
+export { utf8Bytes };
 
-export type Backoff = 'fixed' | 'linear' | 'exponential';
-
-/** StageOptions as a client sends them (validated, nulls already removed). */
-export interface StageOptionsInput {
-  runNextIfFailed?: boolean;
-  retryInterval?: number;
-  maxRetries?: number;
-  timeOut?: number;
-  retryOnErrorCodes?: string[];
-  backoff?: Backoff;
-  maxRetryInterval?: number;
-  jitter?: boolean;
-  dependsOn?: string[];
-  runInParallelWith?: string[];
-  failIfOutputEmpty?: boolean;
-  notifyOnFailure?: boolean;
-  runAsUser?: string;
-}
-
-/** StageOptions with every default applied (addendum §4); this is what is stored and returned. */
-export interface StageOptions {
-  runNextIfFailed: boolean;
-  retryInterval: number;
-  maxRetries: number;
-  timeOut: number | null;
-  retryOnErrorCodes: string[];
-  backoff: Backoff;
-  maxRetryInterval: number | null;
-  jitter: boolean;
-  dependsOn: string[];
-  runInParallelWith: string[];
-  failIfOutputEmpty: boolean;
-  notifyOnFailure: boolean;
-  runAsUser: string | null;
-}
-
-interface StageCommon {
-  stageName: string;
-  stageHandlerName: string;
-  description?: string;
-  policies?: Record<string, unknown>[];
-  options?: StageOptionsInput;
-  isEvent?: boolean;
-  runNextIfFailed?: boolean;
-}
+export const MAX_STAGES_PER_PIPELINE: number = limits.stagesPerPipeline;
+export const MAX_STAGE_INPUT_BYTES: number = limits.stageInputBytes;
 
 /** StageCreate: a stage inside a pipeline definition; `input` is a string. */
-export interface StageCreateInput extends StageCommon {
-  input?: string;
-}
+export type StageCreateInput = StageCreate;
 
 /** StageInfo / WorkerAppendedStage: `input` is any JSON value. */
-export interface StageInfoInput extends StageCommon {
-  input?: unknown;
-  runNextIfCurrentFailed?: boolean;
-}
+export type StageInfoInput = StageInfo;
+
+type StageCommon = StageCreateInput | StageInfoInput;
 
 /** A stage ready to be stored at the end of a pipeline. */
 export interface NewStage {
@@ -124,10 +82,6 @@ export function inputString(input: unknown): string {
   if (input === undefined || input === null) return '';
   if (typeof input === 'string') return input;
   return JSON.stringify(input);
-}
-
-export function utf8Bytes(value: string): number {
-  return Buffer.byteLength(value, 'utf8');
 }
 
 /**

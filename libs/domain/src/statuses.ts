@@ -1,19 +1,8 @@
-export const PIPELINE_STATUSES = ['NotStarted', 'Pending', 'Running', 'Paused', 'Completed', 'Failed', 'Cancelled'] as const;
-export type PipelineStatus = (typeof PIPELINE_STATUSES)[number];
+import type { PipelineStatus, StageStatus } from '@po/contracts';
 
-export const STAGE_STATUSES = [
-  'NotStarted',
-  'Running',
-  'Pending',
-  'RetryScheduled',
-  'Throttled',
-  'WaitingForApproval',
-  'Completed',
-  'Failed',
-  'Skipped',
-  'Cancelled',
-] as const;
-export type StageStatus = (typeof STAGE_STATUSES)[number];
+// The statuses are wire values: @po/contracts defines them, the domain gives them their rules.
+export { PIPELINE_STATUSES, STAGE_STATUSES } from '@po/contracts';
+export type { PipelineStatus, StageStatus } from '@po/contracts';
 
 const TERMINAL_PIPELINE = new Set<PipelineStatus>(['Completed', 'Failed', 'Cancelled']);
 const TERMINAL_STAGE = new Set<StageStatus>(['Completed', 'Failed', 'Skipped', 'Cancelled']);

@@ -113,7 +113,7 @@ export class Batch {
     const pipeline = this.pipelines.get(stage.pipelineId)!;
     const fenced = fenceResult(
       { pipelineStatus: pipeline.status, stageStatus: stage.status, currentExecutionId: stage.currentExecutionId, execution: stage.execution },
-      { executionId: result.executionId, attempt: result.attempt },
+      { executionId: result.executionId, attempt: result.attempt, workerId: message.workerId },
     );
     if (fenced) return { kind: 'result', decision: { applied: false, reason: fenced }, stage };
 

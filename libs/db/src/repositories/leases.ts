@@ -206,22 +206,32 @@ export async function findCurrentSession(db: Queryable, tokenHash: string): Prom
 }
 
 // The stage is looked up only for a well-formed stage id ($2 null otherwise): the read runs before
-// the path parameter is validated, so that credentials are answered first (addendum §3).
+// the path parameter is validated, so that credentials are answered first (addendum §3). The
+// stage's current execution and its lease owner come along (one more primary key probe): a result
+// of another worker is fenced anyway (addendum §12), and the gateway need not publish it.
 const RESULT_INTAKE = statement(
   'result_intake',
   `SELECT sess.worker_id, sess.application_id AS session_application_id, sess.expires_at > now() AS live,
           ${KEY_REVOKED} AS key_revoked,
           LEAST(sess.expires_at, (SELECT k.expires_at FROM api_keys k WHERE k.id = sess.api_key_id)) AS valid_until,
-          st.application_id AS stage_application_id, st.pipeline_id, st.span_id
+          st.application_id AS stage_application_id, st.pipeline_id, st.span_id,
+          ex.id::text AS execution_id, ex.lease_owner
    FROM (SELECT 1) one
    LEFT JOIN worker_sessions sess ON sess.token_hash = $1 AND sess.superseded_at IS NULL
-   LEFT JOIN stages st ON st.id = $2::bigint`,
+   LEFT JOIN stages st ON st.id = $2::bigint
+   LEFT JOIN stage_executions ex ON ex.id = st.current_execution_id`,
 );
 
 export interface ResultIntake {
   /** The session, when the token is a current one (expired or revoked or not). */
   session: null | { workerId: string; applicationId: number; live: boolean; keyRevoked: boolean; validUntil: Date };
-  stage: null | { applicationId: number; pipelineId: number; spanId: string };
+  stage: null | {
+    applicationId: number;
+    pipelineId: number;
+    spanId: string;
+    /** The stage's current execution (null: none) and the worker its lease was granted to (null: never leased). */
+    current: null | { executionId: string; leaseOwner: string | null };
+  };
 }
 
 export async function resultIntake(db: Queryable, r: { sessionTokenHash: string; stageId: number | null }): Promise<ResultIntake> {
@@ -234,12 +244,22 @@ export async function resultIntake(db: Queryable, r: { sessionTokenHash: string;
     stage_application_id: number | null;
     pipeline_id: string | null;
     span_id: string | null;
+    execution_id: string | null;
+    lease_owner: string | null;
   }>(RESULT_INTAKE, [r.sessionTokenHash, r.stageId]);
   return {
     session: row?.worker_id
       ? { workerId: row.worker_id, applicationId: row.session_application_id!, live: row.live === true, keyRevoked: row.key_revoked === true, validUntil: row.valid_until! }
       : null,
-    stage: row?.stage_application_id != null ? { applicationId: row.stage_application_id, pipelineId: Number(row.pipeline_id), spanId: row.span_id! } : null,
+    stage:
+      row?.stage_application_id != null
+        ? {
+            applicationId: row.stage_application_id,
+            pipelineId: Number(row.pipeline_id),
+            spanId: row.span_id!,
+            current: row.execution_id === null ? null : { executionId: row.execution_id, leaseOwner: row.lease_owner },
+          }
+        : null,
   };
 }
 

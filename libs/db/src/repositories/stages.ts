@@ -1,7 +1,8 @@
-import type { StageStatus } from '@po/domain';
+import { stageStatusesAllowing, type StageStatus } from '@po/domain';
 import type { DbOrTx } from '../db-types.js';
 
-const UNFINISHED: StageStatus[] = ['NotStarted', 'Running', 'Pending', 'RetryScheduled', 'Throttled', 'WaitingForApproval'];
+/** The stages a cancel moves (addendum §7: every non-terminal one). */
+const UNFINISHED = stageStatusesAllowing('cancel');
 
 /** Cancels every unfinished stage of a pipeline and ends their executions (addendum §6). */
 export async function cancelUnfinishedStages(tx: DbOrTx, pipelineId: number, now: Date): Promise<void> {

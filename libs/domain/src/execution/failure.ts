@@ -1,6 +1,8 @@
+import type { FailureDisposition } from '@po/contracts';
 import type { StageStatus } from '../statuses.js';
 import type { FailureInput, RetryPolicy } from './retry.js';
 import { isRetryEligible, retryDelayMs } from './retry.js';
+import { STAGE_TRANSITIONS } from './transitions.js';
 
 export interface StageCounters {
   retryAttempt: number;
@@ -17,12 +19,15 @@ export interface FailureOutcome {
   lastErrorCode: string | null;
   /** now. */
   lastFailedAt: Date;
-  failureDisposition: 'retryable' | 'terminal';
+  failureDisposition: FailureDisposition;
   /** lastFailedAt + delay (ms precision) when retried. */
   nextRetryAt: Date | null;
   /** now when Failed, else null. */
   finishedAt: Date | null;
 }
+
+/** §7: a failure moves a Running stage to the first target when §10 schedules a retry, else to the second. */
+const [RETRY, TERMINAL] = STAGE_TRANSITIONS.Running['result-failure'].to;
 
 /** The largest time a Date can hold (ECMAScript: ±8.64e15 ms). */
 const MAX_DATE_MS = 8.64e15;
@@ -50,7 +55,7 @@ export function applyFailure(
     const delay = retryDelayMs(policy, k, random);
     return {
       ...common,
-      status: 'RetryScheduled',
+      status: RETRY,
       retryAttempt: k,
       failureDisposition: 'retryable',
       nextRetryAt: new Date(Math.min(at + delay, MAX_DATE_MS)),
@@ -59,7 +64,7 @@ export function applyFailure(
   }
   return {
     ...common,
-    status: 'Failed',
+    status: TERMINAL,
     retryAttempt: counters.retryAttempt,
     failureDisposition: 'terminal',
     nextRetryAt: null,

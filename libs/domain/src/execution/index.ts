@@ -7,3 +7,4 @@ export * from './fencing.js';
 export * from './sweep.js';
 export * from './result.js';
 export * from './pass.js';
+export * from './transitions.js';

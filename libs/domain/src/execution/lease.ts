@@ -1,17 +1,13 @@
+import type { LeaseRefusalReason } from '@po/contracts';
 import type { PipelineStatus, StageStatus } from '../statuses.js';
-import { isTerminalStage } from '../statuses.js';
+import { nextStageStatus } from './transitions.js';
 
 /** A lease lasts 60 s from acquire; a renewal extends it to at least now + 60 s (§11, §19.3). */
 export const LEASE_SECONDS = 60;
 export const LEASE_MS = LEASE_SECONDS * 1000;
 
-export type LeaseRefusal =
-  | 'pipeline_cancelled'
-  | 'stage_terminal'
-  | 'stale_execution'
-  | 'lease_held'
-  | 'lease_expired'
-  | 'not_owner';
+/** The `reason` of a refused lease response (§12), a wire value. */
+export type LeaseRefusal = LeaseRefusalReason;
 
 /** Why an execution ended: an applied result, the sweeper (LEASE_EXPIRED, TIMEOUT), or a cancel. */
 export type ExecutionEnd = 'result' | 'LEASE_EXPIRED' | 'TIMEOUT' | 'cancelled';
@@ -63,7 +59,8 @@ function refuse(reason: LeaseRefusal): LeaseDecision {
  * 1 pipeline Cancelled; 2 stage terminal; 3 not the current execution, or it has ended;
  * 4 it holds an unexpired lease (any caller); 5 its lease expired, expiry not yet processed;
  * 6 otherwise (stage Pending) → granted, attempt = stageAttempt + 1, leaseExpiresAt = now + 60 s.
- * Row 6 requires the stage to be Pending; any other status there is refused as stale_execution.
+ * Row 2 and row 6 follow the §7 table (transitions.ts): a terminal stage refuses every event, and
+ * only a Pending stage can be leased; any other status at row 6 is refused as stale_execution.
  */
 export function decideAcquire(
   view: LeaseView,
@@ -72,13 +69,14 @@ export function decideAcquire(
   now: Date,
 ): LeaseDecision {
   if (view.pipelineStatus === 'Cancelled') return refuse('pipeline_cancelled');
-  if (isTerminalStage(view.stageStatus)) return refuse('stage_terminal');
+  const lease = nextStageStatus(view.stageStatus, 'lease');
+  if (!lease.ok && lease.reason === 'stage_terminal') return refuse('stage_terminal');
   const e = currentExecution(view, request.executionId);
   if (e === null || hasEnded(e)) return refuse('stale_execution');
   if (e.leaseExpiresAt !== null) {
     return refuse(isLeaseExpired(e.leaseExpiresAt, now) ? 'lease_expired' : 'lease_held');
   }
-  if (view.stageStatus !== 'Pending') return refuse('stale_execution');
+  if (!lease.ok) return refuse('stale_execution');
   return { granted: true, attempt: stageAttempt + 1, leaseExpiresAt: new Date(now.getTime() + LEASE_MS) };
 }
 
@@ -87,7 +85,9 @@ export function decideAcquire(
  * 1 pipeline Cancelled; 2 stage terminal; 3 not the current execution, or it ended by an applied
  * result (or any end other than LEASE_EXPIRED/TIMEOUT); 4 lease expired, or ended by LEASE_EXPIRED
  * or TIMEOUT; 5 never leased, or leased by another worker; 6 otherwise → granted, same attempt,
- * leaseExpiresAt = max(current expiry, now + 60 s) (§19.3).
+ * leaseExpiresAt = max(current expiry, now + 60 s) (§19.3). Row 2 is the §7 table's refusal of a
+ * terminal stage; past it, rows 3–5 decide whatever the status, since only a Running stage has a
+ * leased execution that has not ended.
  */
 export function decideRenew(
   view: LeaseView,
@@ -95,7 +95,8 @@ export function decideRenew(
   now: Date,
 ): LeaseDecision {
   if (view.pipelineStatus === 'Cancelled') return refuse('pipeline_cancelled');
-  if (isTerminalStage(view.stageStatus)) return refuse('stage_terminal');
+  const renew = nextStageStatus(view.stageStatus, 'renew');
+  if (!renew.ok && renew.reason === 'stage_terminal') return refuse('stage_terminal');
   const e = currentExecution(view, request.executionId);
   const expiredEnd = e !== null && (e.endReason === 'LEASE_EXPIRED' || e.endReason === 'TIMEOUT');
   if (e === null || (hasEnded(e) && !expiredEnd)) return refuse('stale_execution');

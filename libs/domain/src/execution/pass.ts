@@ -1,6 +1,7 @@
 import type { PipelineStatus, StageStatus } from '../statuses.js';
 import { isTerminalPipeline } from '../statuses.js';
 import { derivePipelineStatus } from './pipeline-status.js';
+import { slotTarget } from './transitions.js';
 
 /**
  * §8, §9: what a dispatcher pass leaves behind once its stage changes are decided: the derived
@@ -52,7 +53,7 @@ export function allocateSlots(
     dispatch: sorted.slice(0, room).map((c) => c.id),
     throttle: sorted
       .slice(room)
-      .filter((c) => c.status !== 'Throttled')
+      .filter((c) => slotTarget(c.status, false) !== null)
       .map((c) => c.id)
       .sort((a, b) => a - b),
   };

@@ -1,5 +1,6 @@
 import type { StageStatus } from '../statuses.js';
 import { isTerminalStage } from '../statuses.js';
+import { canTransition, slotTarget, stageStatusAfter } from './transitions.js';
 
 /** The part of a stage that readiness, doom and dispatch need (addendum §7, §9). */
 export interface StageNode {
@@ -69,18 +70,32 @@ export function isRetryDue(stage: Pick<StageNode, 'status' | 'nextRetryAt'>, now
   return stage.nextRetryAt === null || stage.nextRetryAt.getTime() <= now.getTime();
 }
 
-/** Marks doomed NotStarted stages Skipped until nothing changes; returns the new statuses and the skipped ids. */
+/**
+ * Marks doomed stages Skipped (the §7 `skip` event: NotStarted ones) until nothing changes; returns
+ * the new statuses and the skipped ids.
+ */
 export function propagateDoom(stages: readonly StageNode[]): { stages: StageNode[]; skipped: number[] } {
   let current = stages.map((s) => ({ ...s }));
   const skipped: number[] = [];
   for (;;) {
-    const doomed = current.filter((s) => s.status === 'NotStarted' && isDoomed(current, s)).map((s) => s.id);
+    const doomed = current.filter((s) => canTransition(s.status, 'skip') && isDoomed(current, s)).map((s) => s.id);
     if (doomed.length === 0) break;
     skipped.push(...doomed);
     const ids = new Set(doomed);
-    current = current.map((s) => (ids.has(s.id) ? { ...s, status: 'Skipped' as const } : s));
+    current = current.map((s) => (ids.has(s.id) ? { ...s, status: stageStatusAfter(s.status, 'skip') } : s));
   }
   return { stages: current, skipped: skipped.sort((a, b) => a - b) };
+}
+
+/**
+ * §7, §9: whether a stage would take a free slot now. A stage the table lets `retry-due` move does
+ * when its retry is due; one it lets `dispatch` move does when ready, except a Throttled one, which
+ * was ready when it was throttled and stays so (terminal dependencies never change).
+ */
+function isCandidate(stages: readonly StageNode[], stage: StageNode, now: Date): boolean {
+  if (canTransition(stage.status, 'retry-due')) return isRetryDue(stage, now);
+  if (!canTransition(stage.status, 'dispatch')) return false;
+  return stage.status === 'Throttled' || isReady(stages, stage);
 }
 
 /**
@@ -91,17 +106,12 @@ export function propagateDoom(stages: readonly StageNode[]): { stages: StageNode
  */
 export function planDispatch(stages: readonly StageNode[], now: Date, slots: number | null): DispatchPlan {
   const { stages: after, skipped } = propagateDoom(stages);
-  const candidates = after
-    .filter(
-      (s) =>
-        (s.status === 'NotStarted' && isReady(after, s)) || s.status === 'Throttled' || isRetryDue(s, now),
-    )
-    .sort((a, b) => a.id - b.id);
+  const candidates = after.filter((s) => isCandidate(after, s, now)).sort((a, b) => a.id - b.id);
   const room = slots === null ? candidates.length : Math.max(0, Math.floor(slots));
   const dispatch = candidates.slice(0, room).map((s) => s.id);
   const throttle = candidates
     .slice(room)
-    .filter((s) => s.status !== 'Throttled')
+    .filter((s) => slotTarget(s.status, false) !== null)
     .map((s) => s.id);
   return { skip: skipped, dispatch, throttle };
 }

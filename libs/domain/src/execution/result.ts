@@ -1,30 +1,30 @@
-/** A live pipeline context item. */
-export interface ContextEntry {
-  key: string;
-  value: string;
-  valueType: string | null;
-  isSensitive: boolean;
-}
+import { limits } from '@po/contracts';
+import type { ContextItem, ContextItemInput } from '@po/contracts';
+import type { ResultEvent } from './transitions.js';
 
-/** A context item in a worker result (api-spec ContextItem). */
-export interface ContextUpdate {
-  key: string;
-  value?: string;
-  valueType?: string;
-  isSensitive?: boolean;
-  isDeleted?: boolean;
-}
+/** A live pipeline context item: the response ContextItem without `isDeleted` (never true for a live one). */
+export type ContextEntry = Omit<ContextItem, 'isDeleted'>;
+
+/** A context item in a worker result (api-spec ContextItem, as validated). */
+export type ContextUpdate = ContextItemInput;
 
 /** At most this many context items per pipeline (§13). */
-export const MAX_CONTEXT_ITEMS = 64;
+export const MAX_CONTEXT_ITEMS: number = limits.contextItems;
 
 /**
- * §7/§13: the transition an applied result makes. isWaitingForApproval=true parks the stage whatever
+ * §7/§13: the stage event an applied result is. isWaitingForApproval=true parks the stage whatever
  * isSuccess says; otherwise isSuccess completes it; anything else is a failure.
  */
-export function resultTransition(result: { isSuccess: boolean; isWaitingForApproval?: boolean }): 'park' | 'complete' | 'fail' {
+export function resultEvent(result: { isSuccess: boolean; isWaitingForApproval?: boolean }): ResultEvent {
   if (result.isWaitingForApproval === true) return 'park';
-  return result.isSuccess ? 'complete' : 'fail';
+  return result.isSuccess ? 'result-success' : 'result-failure';
+}
+
+const TRANSITION_NAMES = { park: 'park', 'result-success': 'complete', 'result-failure': 'fail' } as const;
+
+/** resultEvent under the names the engine switches on. */
+export function resultTransition(result: { isSuccess: boolean; isWaitingForApproval?: boolean }): 'park' | 'complete' | 'fail' {
+  return TRANSITION_NAMES[resultEvent(result)];
 }
 
 /**

@@ -11,13 +11,14 @@
  * a lower bound (`exact: false`), so a request for ten thousand years of minutes costs no more
  * than a bounded walk.
  */
+import { limits } from '@po/contracts';
 import { cronTicks } from './cron-ticks.js';
 import { resolvePlan, type PlanInput } from './plan.js';
 import type { CronExpression } from './cron.js';
 import { DAY_MS } from './zone.js';
 
 /** Ticks one backfill request may cover (issue 11). */
-export const BACKFILL_MAX_TICKS = 1000;
+export const BACKFILL_MAX_TICKS: number = limits.backfillTicks;
 /** A Cron count stops after this many ticks (a dense expression: ~1.5 µs a tick)… */
 export const COUNT_TICKS_LIMIT = 100_000;
 /** …or after ticks on this many distinct days (a sparse one: each day costs its zone segments). */

@@ -1,6 +1,7 @@
 /** Catch-up of missed ticks (addendum §14.6). */
+import type { CatchupPolicy } from '@po/contracts';
 
-export type CatchupPolicy = 'None' | 'One' | 'All';
+export type { CatchupPolicy } from '@po/contracts';
 
 /** Default SCHEDULER_MISFIRE_GRACE_SECONDS (§14.6 [+]). */
 export const DEFAULT_MISFIRE_GRACE_SECONDS = 60;

@@ -4,6 +4,7 @@
  * Everything else (seconds or year fields, `? L W #`, other descriptors) is rejected with a message
  * a person can act on. Planning (time zones, DST) lives in cron-ticks.ts.
  */
+import { limits } from '@po/contracts';
 
 export type CronParse =
   | { ok: true; every: null; cron: CronExpression }
@@ -28,7 +29,7 @@ export interface CronExpression {
 }
 
 /** Longest accepted expression, in characters (§14.2 [+]). */
-export const CRON_MAX_CHARS = 200;
+export const CRON_MAX_CHARS: number = limits.cronExpressionChars;
 /** Bounds of an `@every` duration, in seconds (§14.2: 10 s .. 366 days). */
 export const EVERY_MIN_SECONDS = 10;
 export const EVERY_MAX_SECONDS = 366 * 86_400;

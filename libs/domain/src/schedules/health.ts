@@ -1,22 +1,14 @@
 /** Recent-run health of a schedule (addendum §14.9). */
+import type { ScheduleHealth, ScheduleRunStatus } from '@po/contracts';
 
 export interface RunForHealth {
-  status: 'Created' | 'Queued' | 'Skipped' | 'Failed';
+  status: ScheduleRunStatus;
   pipelineStatus: string | null;
   createdAt: Date;
 }
 
-export interface ScheduleHealth {
-  windowSize: 20;
-  total: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  running: number;
-  skipped: number;
-  lastFailureAt: Date | null;
-  state: 'idle' | 'healthy' | 'degraded' | 'failing';
-}
+/** The wire ScheduleHealth (@po/contracts) before serialisation: lastFailureAt is still an instant. */
+export type ScheduleHealthTally = Omit<ScheduleHealth, 'lastFailureAt'> & { lastFailureAt: Date | null };
 
 export const HEALTH_WINDOW = 20;
 
@@ -37,7 +29,7 @@ export function healthBucket(run: RunForHealth): Bucket {
 }
 
 /** §14.9 over the newest 20 runs; `runsNewestFirst` is newest first and only its first 20 count. */
-export function scheduleHealth(runsNewestFirst: readonly RunForHealth[]): ScheduleHealth {
+export function scheduleHealth(runsNewestFirst: readonly RunForHealth[]): ScheduleHealthTally {
   const counts: Record<Bucket, number> = {
     completed: 0,
     failed: 0,

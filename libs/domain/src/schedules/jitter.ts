@@ -1,8 +1,9 @@
 /** Jitter (addendum §14.4): a deterministic offset per schedule and tick. */
 import { createHash } from 'node:crypto';
+import { limits } from '@po/contracts';
 
 /** Largest accepted jitterSeconds (api-spec Limits). */
-export const JITTER_SECONDS_MAX = 3600;
+export const JITTER_SECONDS_MAX: number = limits.jitterSecondsMax;
 
 /**
  * `u64be(first 8 bytes of SHA-256("{scheduleId}:{tick as ISO UTC ms}")) mod (jitterSeconds·1000 + 1)`,

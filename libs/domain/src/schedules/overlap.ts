@@ -1,6 +1,7 @@
 /** Overlap policies (addendum §14.5), for Scheduled and Catchup ticks; Manual triggers skip them. */
+import type { OverlapPolicy } from '@po/contracts';
 
-export type OverlapPolicy = 'Skip' | 'Queue' | 'Replace' | 'Allow';
+export type { OverlapPolicy } from '@po/contracts';
 
 export type OverlapDecision =
   | { action: 'create'; reason: null }

@@ -2,13 +2,14 @@
  * Schedule plans (addendum §14.1–§14.3): per-kind validation and the ticks of Cron, Interval and
  * Once schedules. Pure: the caller passes `now`, the anchor and the reference instants.
  */
+import { limits, type ScheduleKind } from '@po/contracts';
 import type { FieldError } from '../errors.js';
 import type { CronExpression } from './cron.js';
 import { parseCron } from './cron.js';
 import { cronTicks } from './cron-ticks.js';
 import { isIanaZoneKnown } from './zone.js';
 
-export type PlanKind = 'Cron' | 'Interval' | 'Once';
+export type PlanKind = ScheduleKind;
 
 export interface PlanInput {
   kind: PlanKind;
@@ -19,8 +20,8 @@ export interface PlanInput {
 }
 
 /** intervalSeconds bounds (api-spec Limits; upper bound addendum §14.1 [+]). */
-export const INTERVAL_SECONDS_MIN = 10;
-export const INTERVAL_SECONDS_MAX = 31_536_000;
+export const INTERVAL_SECONDS_MIN: number = limits.intervalSecondsMin;
+export const INTERVAL_SECONDS_MAX: number = limits.intervalSecondsMax;
 /** A cron expression must have an occurrence within this many years of now (§14.2 [+]). */
 export const CRON_HORIZON_YEARS = 5;
 

@@ -2,6 +2,7 @@
  * PUT /schedules/{name} normalisation and comparison (addendum §14.7). The body is already
  * validated (@po/contracts validateScheduleUpsert and validatePlan).
  */
+import { SCHEDULE_DEFAULTS } from '@po/contracts';
 import type { CatchupPolicy } from './catchup.js';
 import type { OverlapPolicy } from './overlap.js';
 import type { PlanKind } from './plan.js';
@@ -33,13 +34,7 @@ export interface ScheduleUpsertBody {
 }
 
 /** Defaults of a new schedule (§14.7); catchupMax, jitterSeconds and timeZone also replace omissions on an existing one. */
-export const SCHEDULE_SETTING_DEFAULTS = {
-  overlapPolicy: 'Skip',
-  catchupPolicy: 'None',
-  catchupMax: 10,
-  jitterSeconds: 0,
-  timeZone: 'UTC',
-} as const;
+export const SCHEDULE_SETTING_DEFAULTS = SCHEDULE_DEFAULTS;
 
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, type LeaseDecision, type LeaseView } from '@po/domain';
+import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, isIssuedExecutionId, type LeaseDecision, type LeaseView } from '@po/domain';
 import { acquireLease, awaitStageRow, extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant, type LeaseRequest, type Sql } from '@po/db';
 import { leaseSlowPaths } from '@po/telemetry';
 import { hashSecret } from '@po/http';
 import type { Deps } from '../deps.js';
 import { authenticateSession, type PendingSession } from '../sessions/auth.js';
+import { leaseHolders } from './holders.js';
 import { recordLease } from './observe.js';
 
 export interface LeaseResponse {
@@ -17,7 +18,6 @@ export interface LeaseResponse {
 
 const refused = (reason: string): LeaseResponse => ({ acquired: false, attempt: null, leaseExpiresAt: null, reason });
 const granted = (g: LeaseGrant): LeaseResponse => ({ acquired: true, attempt: g.attempt, leaseExpiresAt: g.leaseExpiresAt.toISOString(), reason: null });
-const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
 // Never any stage's execution: a malformed execution id takes the slow path, which refuses it.
 const NO_EXECUTION = randomUUID();
 
@@ -64,7 +64,7 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
   const request = {
     sessionTokenHash: session.tokenHash,
     stageId,
-    executionId: UUID.test(body.executionId) ? body.executionId : NO_EXECUTION,
+    executionId: isIssuedExecutionId(body.executionId) ? body.executionId : NO_EXECUTION,
     workerId: body.workerId,
     leaseSeconds: LEASE_SECONDS,
   };
@@ -79,6 +79,7 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
   // acquire in ten at light load met a dispatch in flight).
   if (!fast && possible && operation === 'acquire') fast = await afterDispatchInFlight(sql, request);
   if (fast) {
+    leaseHolders(deps).granted(body.executionId, body.workerId);
     const response = granted(fast);
     await recordLease(operation, response, undefined, body.executionId, started, deps.db, stageId);
     return response;
@@ -106,6 +107,7 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
     }
     return granted({ attempt: decision.attempt, leaseExpiresAt: decision.leaseExpiresAt });
   });
+  if (response.acquired) leaseHolders(deps).granted(body.executionId, s.workerId);
   await recordLease(operation, response, seen, body.executionId, started, deps.db, stageId);
   return response;
 }

@@ -5,7 +5,13 @@ import { hashSecret } from '@po/http';
 import type { Deps } from '../deps.js';
 import { KEY_REVOKED_DETAIL } from '../sessions/auth.js';
 
-export type StageOwner = { applicationId: number; pipelineId: number; spanId: string };
+export type StageOwner = {
+  applicationId: number;
+  pipelineId: number;
+  spanId: string;
+  /** The stage's current execution and its lease owner, when read (not for a delivery held here). */
+  current?: null | { executionId: string; leaseOwner: string | null };
+};
 
 /** What a result's credentials check established: the caller, and the stage when it was read too. */
 export interface ResultCredentials {

@@ -1,9 +1,19 @@
-import { BrokerUnavailable, Forbidden, NotFound, ValidationFailed, checkAddedStages, stageFromInfo } from '@po/domain';
+import {
+  BrokerUnavailable,
+  Forbidden,
+  NotFound,
+  ValidationFailed,
+  checkAddedStages,
+  isIssuedExecutionId,
+  stageFromInfo,
+  type FenceRefusal,
+} from '@po/domain';
 import { stageNamesOf } from '@po/db';
 import type { StageResultSubmit } from '@po/contracts';
-import { markFailed, rememberSensitiveItems, resultsAccepted, traceparentOf } from '@po/telemetry';
+import { markFailed, rememberSensitiveItems, resultsAccepted, resultsFenced, traceparentOf } from '@po/telemetry';
 import type { Deliveries, Delivery } from '../deliveries/deliveries.js';
 import type { Deps } from '../deps.js';
+import { leaseHolders } from '../leases/holders.js';
 import { readStageOwner, type ResultCredentials, type StageOwner } from './credentials.js';
 import { startResultSpan } from './observe.js';
 
@@ -11,7 +21,8 @@ import { startResultSpan } from './observe.js';
  * POST /stages/{id}/result (api-spec Behaviour rule 3, addendum §5.2, §13, §15): after the
  * credentials (checkResultCredentials) and the stage (stageOfResult), checks shape and
  * ownership, then publishes persistently. 202 means Redis confirmed the job, not that it was
- * applied: fencing happens in the result-consumer.
+ * applied: fencing happens in the result-consumer, or here for a result it would discard for
+ * certain (fencedAtIntake), which gets the same 202 and is not published.
  */
 export async function submitResult(
   deps: Deps,
@@ -31,6 +42,15 @@ export async function submitResult(
   if (body.appendedStages && body.appendedStages.length > 0) {
     const errors = checkAddedStages(await stageNamesOf(deps.db, stage.pipelineId), body.appendedStages.map(stageFromInfo), '/appendedStages');
     if (errors.length > 0) throw new ValidationFailed(errors);
+  }
+  const fenced = fencedAtIntake(caller, stage, body);
+  if (fenced) {
+    deps.logger.warn(
+      { stageId, executionId: body.executionId.slice(0, 100), attempt: body.attempt, workerId: caller.workerId, reason: fenced },
+      'result discarded',
+    );
+    resultsFenced().labels(fenced).inc();
+    return { accepted: true, stageId, executionId: body.executionId };
   }
   const span = await startResultSpan(deps.db, { ...stage, applicationId: caller.applicationId }, body, caller.started);
   try {
@@ -55,9 +75,28 @@ export async function submitResult(
 }
 
 /**
+ * A result the result-consumer would discard (addendum §12), told without a read of its own:
+ * - an execution id no dispatch issued (not a UUID, §9) can never be current; such an id need not
+ *   even be a valid job id (BullMQ refuses `:`);
+ * - an execution whose lease was granted to another worker stays that worker's (a lease is granted
+ *   once per execution). Published, its job would take the id `r-{executionId}-{attempt}` that the
+ *   holder's own result needs, and the holder's result would be dropped as its duplicate.
+ * The worker sees the 202 the spec gives every result of the right shape and owner application.
+ */
+function fencedAtIntake(caller: ResultCredentials, stage: StageOwner, body: StageResultSubmit): FenceRefusal | null {
+  if (!isIssuedExecutionId(body.executionId)) return 'stale_execution';
+  const current = stage.current;
+  if (current && current.executionId === body.executionId && current.leaseOwner !== null && current.leaseOwner !== caller.workerId) {
+    return 'not_lease_holder';
+  }
+  return null;
+}
+
+/**
  * The stage a result names. The credentials' read found it, unless the session came from the cache
  * (decision 0099); then the delivery its ackToken names, held by this process, tells its owner when
- * it is this very execution of this stage, and only otherwise is the stage read.
+ * it is this very execution of this stage and this process granted its lease to the caller's worker
+ * (decision 0117: the read is what tells a non-holder's result), and only otherwise is the stage read.
  */
 export async function stageOfResult(
   deps: Deps,
@@ -68,7 +107,12 @@ export async function stageOfResult(
 ): Promise<StageOwner | null> {
   if (caller.stage !== undefined) return caller.stage;
   const delivered = body.ackToken === undefined ? undefined : deliveries.heldMessage(body.ackToken);
-  if (delivered && delivered.stageId === stageId && delivered.executionId === body.executionId) {
+  if (
+    delivered &&
+    delivered.stageId === stageId &&
+    delivered.executionId === body.executionId &&
+    leaseHolders(deps).holder(body.executionId) === caller.workerId
+  ) {
     return { applicationId: delivered.applicationId, pipelineId: delivered.pipelineId, spanId: delivered.spanId };
   }
   return readStageOwner(deps, caller, stageId);

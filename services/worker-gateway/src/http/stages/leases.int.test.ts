@@ -415,15 +415,26 @@ describe.each(['acquire', 'renew'] as const)('lease %s: credentials, stage and b
     expectProblem(await lease(op, '0', {}), 400, 'validation_failed', ['stageId']);
   });
 
-  it('404 not_found for a path id that is not digits, as the api-gateway answers for it, before the credentials', async () => {
-    for (const bad of ['abc', '-1', '1.5', '1e3', '%20']) {
-      expectProblem(
-        await lease(op, bad, { executionId: 'e', workerId: w1.workerId }),
-        404,
-        'not_found',
-      );
-      expectProblem(await lease(op, bad, {}, null), 404, 'not_found');
+  it('a path id that is not a positive integer at all: 401 without a valid session, then 400 at stageId (addendum §1, §3; decision 0117)', async () => {
+    for (const bad of ['abc', '-1', '1.5', '1e3', '%20', '0x1', '%E2%91%A0', '%ZZ', 'a:b']) {
+      const r = await lease(op, bad, { executionId: 'e', workerId: w1.workerId });
+      expectProblem(r, 400, 'validation_failed', ['stageId']);
+      expect(r.body.instance).toBe(`/stages/${bad}/lease/${op}`);
+      expectProblem(await lease(op, bad, {}), 400, 'validation_failed', ['stageId']);
+      expectProblem(await lease(op, bad, { executionId: 'e', workerId: w1.workerId }, null), 401, 'unauthorized');
+      expectProblem(await lease(op, bad, { executionId: 'e', workerId: w1.workerId }, 'pws_bogus'), 401, 'unauthorized');
     }
+  });
+
+  it('odd executionIds never answer 5xx: any string is refused with stale_execution (200), an empty one, NUL or a lone surrogate is a 400, a body past its limit a 413 (decision 0117)', async () => {
+    const d = await leased();
+    const odd = ['a:b', ' ', 'has spaces', 'x'.repeat(60_000), 'é', '执行-🙂', 'tab\tand\nnewline', `${d.executionId}:1`, ` ${d.executionId}`, d.executionId.replace(/-/g, '')];
+    for (const executionId of odd) expectRefusal(await as(w1, op, d.stageId, executionId), 'stale_execution');
+    for (const executionId of ['', 'a\u0000b', '\ud800']) {
+      expectProblem(await as(w1, op, d.stageId, executionId), 400, 'validation_failed', ['/executionId']);
+    }
+    expectProblem(await as(w1, op, d.stageId, 'x'.repeat(70_000)), 413, 'payload_too_large');
+    expect(await executionRow(d.executionId)).toMatchObject({ attempt: 1, leaseOwner: w1.workerId, endedAt: null });
   });
 
   it('400 for a malformed body', async () => {

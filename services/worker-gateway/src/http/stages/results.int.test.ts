@@ -156,6 +156,57 @@ describe('stage results (results are published to stage-results)', () => {
     });
   });
 
+  describe('execution ids no dispatch issued (addendum §1 opaque ids, §9 UUIDs, §12 fencing; decision 0117)', () => {
+    const allJobs = async () => (await results.getJobs(['waiting', 'active', 'delayed', 'failed', 'completed'])).length;
+
+    it('executionId "a:b" (once a 503: BullMQ refuses `:` in the job id) is accepted and discarded: 202, nothing published, the stage unchanged', async () => {
+      const d = await dispatched();
+      const before = await allJobs();
+      const r = await submit(d.stageId, body(d, { executionId: 'a:b' }));
+      expect(r.status, r.text).toBe(202);
+      expectValid(stageResultAcceptedSchema, r.body);
+      expect(r.body).toEqual({ accepted: true, stageId: d.stageId, executionId: 'a:b' });
+      expect(await allJobs()).toBe(before);
+      expect(await gw.db.stage.findUniqueOrThrow({ where: { id: BigInt(d.stageId) } })).toMatchObject({ status: 'Pending', output: null });
+    });
+
+    it('odd executionIds never answer 5xx: empty, with NUL or a lone surrogate a 400 at /executionId, one past the body limit a 413, any other string a 202 that reaches no broker', async () => {
+      const d = await dispatched();
+      const before = await allJobs();
+      expectProblem(await submit(d.stageId, body(d, { executionId: '' })), 400, 'validation_failed', ['/executionId']);
+      // Every JSON string refuses NUL and lone surrogates (decisions 0010, 0080).
+      expectProblem(await submit(d.stageId, body(d, { executionId: 'a\u0000b' })), 400, 'validation_failed', ['/executionId']);
+      expectProblem(await submit(d.stageId, body(d, { executionId: '\ud800' })), 400, 'validation_failed', ['/executionId']);
+      expectProblem(await submit(d.stageId, body(d, { executionId: 'x'.repeat(400_000) })), 413, 'payload_too_large');
+      const odd = [
+        ' ',
+        'has spaces in it',
+        ':',
+        'r-1-1',
+        '*',
+        '../../etc',
+        '{"$ne":null}',
+        'x'.repeat(300_000),
+        'é',
+        '执行-🙂',
+        'tab\tand\nnewline',
+        `${d.executionId} `,
+        ` ${d.executionId}`,
+        d.executionId.replace(/-/g, ''),
+        `${d.executionId}:1`,
+      ];
+      for (const executionId of odd) {
+        const r = await submit(d.stageId, body(d, { executionId }));
+        expect(r.status, `${JSON.stringify(executionId.slice(0, 40))}: ${r.text.slice(0, 300)}`).toBe(202);
+        expect(r.body).toMatchObject({ accepted: true, stageId: d.stageId });
+      }
+      expect(await allJobs()).toBe(before);
+      // The real execution id still goes through.
+      expect((await submit(d.stageId, body(d))).status).toBe(202);
+      expect(await published(d.executionId)).toHaveLength(1);
+    });
+  });
+
   describe('validation', () => {
     it('400 at /stageId when the body stageId differs from the route', async () => {
       const d = await dispatched();
@@ -188,12 +239,20 @@ describe('stage results (results are published to stage-results)', () => {
       }
     });
 
-    it('404 not_found for a route stageId that is not digits, as the api-gateway answers for it, before the credentials', async () => {
+    it('a route stageId that is not a positive integer at all: 401 without valid credentials, then 400 at stageId (addendum §1, §3; decision 0117)', async () => {
       const d = await dispatched();
-      for (const bad of ['abc', '-1', '1.5']) {
-        expectProblem(await submit(bad, body(d)), 404, 'not_found');
-        expectProblem(await submit(bad, body(d), { key: null, session: null }), 404, 'not_found');
+      for (const bad of ['abc', '-1', '1.5', '1e3', '%20', '%E2%91%A0', '%ZZ', 'a:b']) {
+        const r = await submit(bad, body(d));
+        expectProblem(r, 400, 'validation_failed', ['stageId']);
+        expect(r.body.instance).toBe(`/stages/${bad}/result`);
+        expectProblem(await submit(bad, {}), 400, 'validation_failed', ['stageId']);
+        expectProblem(await submit(bad, body(d), { key: null, session: null }), 401, 'unauthorized');
+        expectProblem(await submit(bad, body(d), { key: null }), 401, 'unauthorized');
+        expectProblem(await submit(bad, body(d), { session: null }), 401, 'unauthorized');
+        expectProblem(await submit(bad, body(d), { session: 'pws_bogus' }), 401, 'unauthorized');
+        expectProblem(await submit(bad, body(d), { key: gw.appB.key }), 401, 'unauthorized');
       }
+      expect(await published(d.executionId)).toHaveLength(0);
     });
 
     it('400 for missing required fields and wrong types, reporting every violation', async () => {

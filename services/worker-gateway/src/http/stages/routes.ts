@@ -1,5 +1,4 @@
 import type { Middleware } from 'koa';
-import { NotFound } from '@po/domain';
 import {
   apiKeyAuth,
   clientGone,
@@ -33,16 +32,6 @@ export const RESULT_MAX_BODY_BYTES = 327_680;
 const rawStageId = (ctx: object): string =>
   (ctx as { params?: Record<string, string> }).params?.stageId ?? '';
 
-/**
- * The Ingress routes only `/stages/{digits}/…` worker paths here and everything else to the
- * api-gateway, which has no such route: a path id with anything but digits is an unknown route
- * (404) here too, before credentials (addendum §3). Digits out of range stay a 400 at stageId.
- */
-const workerStagePath: Middleware<AppState> = async (ctx, next) => {
-  if (!/^[0-9]+$/.test(rawStageId(ctx))) throw new NotFound('No such route.');
-  await next();
-};
-
 export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKeyResolver): Router {
   const router = createRouter();
   const session = deferredSession(deps.db, deps.clock);
@@ -63,14 +52,13 @@ export function stageRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiK
   };
 
   for (const action of ['acquire', 'renew'] as const) {
-    router.post(`/stages/:stageId/lease/${action}`, workerStagePath, session, stageIdParam, leaseBody, async (ctx) => {
+    router.post(`/stages/:stageId/lease/${action}`, session, stageIdParam, leaseBody, async (ctx) => {
       const { stageId, session: s } = leaseState(ctx);
       sendJson(ctx, 200, await lease(deps, action, s, stageId, ctx.state.body as StageLeaseRequest));
     });
   }
   router.post(
     '/stages/:stageId/result',
-    workerStagePath,
     apiKeyAuth(resolveKey),
     resultCaller,
     stageIdParam,
