@@ -1,7 +1,8 @@
 /**
  * Group commit: items submitted while the engine is busy are run together in the next batch, so a
  * burst costs a few transactions instead of one per item, and a lone item still runs at once.
- * A failing batch is split and its items run one by one, so one bad item fails only itself.
+ * A failing batch is split and its items run one by one, so one bad item fails only itself —
+ * unless `split` says the failure is every item's (the database away), which splitting only repeats.
  */
 export class Batcher<I, O> {
   private readonly waiting: { item: I; resolve: (o: O) => void; reject: (err: unknown) => void }[] = [];
@@ -10,7 +11,12 @@ export class Batcher<I, O> {
 
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
-    private readonly options: { maxBatch: number; maxConcurrent: number },
+    private readonly options: {
+      maxBatch: number;
+      maxConcurrent: number;
+      /** Whether a failed batch is run again item by item (default: always); false fails every item with it. */
+      split?: (err: unknown) => boolean;
+    },
   ) {}
 
   submit(item: I): Promise<O> {
@@ -53,8 +59,8 @@ export class Batcher<I, O> {
       const outcomes = await this.run(taken.map((t) => t.item));
       taken.forEach((t, i) => t.resolve(outcomes[i]!));
     } catch (err) {
-      if (taken.length === 1) {
-        taken[0]!.reject(err);
+      if (taken.length === 1 || this.options.split?.(err) === false) {
+        for (const t of taken) t.reject(err);
         return;
       }
       for (const t of taken) {

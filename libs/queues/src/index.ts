@@ -25,12 +25,19 @@ export {
   type StageNextQueueStatsOptions,
 } from './stage-next-stats.js';
 export {
+  DEAD_LETTER_REASONS,
+  RESULTS_MAX_ATTEMPTS_DEFAULT,
+  ResultDeadLettered,
   STAGE_RESULTS_QUEUE,
   createStageResultsConsumer,
   createStageResultsProducer,
   resultJobId,
   resultRetryDelay,
   stageResultMessageSchema,
+  type DeadLetterReason,
+  type ResultFailureClass,
   type StageResultMessage,
+  type StageResultsConsumerOptions,
   type StageResultsProducer,
 } from './stage-results.js';
+export { createStageResultDeadLetters, type ResultDeadLetter, type StageResultDeadLetters } from './stage-results-dead-letters.js';

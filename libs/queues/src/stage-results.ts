@@ -1,4 +1,4 @@
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { reopeningQueue } from './connection.js';
 import { compile, type StageResultSubmit } from '@po/contracts';
@@ -44,21 +44,32 @@ export const stageResultMessageSchema = {
 const validateStageResultMessage = compile<StageResultMessage>(stageResultMessageSchema, { normalise: false });
 
 /**
- * A result that got 202 is never dropped because applying it failed for a while (a database
- * outage, a long restart): it is retried without limit, the delay growing to RETRY_MAX_DELAY_MS.
- * Only a malformed message fails for good (UnrecoverableError), and it is kept for inspection.
+ * A result that got 202 is never dropped because PostgreSQL or Redis was away for a while (an
+ * outage, a long restart): those failures wait it out without spending an attempt. Any other
+ * failure spends one, and after the consumer's `maxAttempts` (RESULTS_MAX_ATTEMPTS) the job is
+ * dead-lettered: it stays in this queue's failed set, with its reason, until an operator replays or
+ * drops it (decision 0119). `attempts` is left unbounded here because the consumer decides, and
+ * jobs queued before that still carry it.
  */
-const RETRY_MAX_DELAY_MS = 30_000;
+const RETRY_MAX_DELAY_MS = 60_000;
+const OUTAGE_MAX_DELAY_MS = 30_000;
 const JOB_OPTIONS = {
   attempts: Number.MAX_SAFE_INTEGER,
-  backoff: { type: 'capped-exponential', delay: 200 },
+  backoff: { type: 'capped-exponential', delay: 1000 },
   removeOnComplete: true,
-  removeOnFail: 10_000,
+  removeOnFail: false,
 } as const;
 
-/** The delay before retry `attemptsMade` of a result job: 200 ms doubling, at most RETRY_MAX_DELAY_MS. */
+/** Failed applications of one result before it is dead-lettered, unless the consumer says otherwise. */
+export const RESULTS_MAX_ATTEMPTS_DEFAULT = 8;
+
+/**
+ * The delay before retry `attemptsMade` of a result whose application failed: 1 s doubling, at
+ * most RETRY_MAX_DELAY_MS — with 8 attempts, about two minutes from the first failure to the dead
+ * letter, long enough for whatever made one transaction fail to have passed.
+ */
 export function resultRetryDelay(attemptsMade: number): number {
-  return Math.min(RETRY_MAX_DELAY_MS, 200 * 2 ** Math.min(20, Math.max(0, attemptsMade - 1)));
+  return Math.min(RETRY_MAX_DELAY_MS, 1000 * 2 ** Math.min(20, Math.max(0, attemptsMade - 1)));
 }
 
 /**
@@ -108,18 +119,78 @@ export function createStageResultsProducer(connection: Redis, prefix: string): S
   };
 }
 
+/** How a failed application counts (the consumer classifies; this queue only acts on it). */
+export type ResultFailureClass = 'outage' | 'contention' | 'error';
+
+/** Why a result was dead-lettered: its message was malformed, or its attempts ran out on this class of failure. */
+export const DEAD_LETTER_REASONS = ['invalid_message', 'contention', 'error'] as const satisfies readonly ('invalid_message' | Exclude<ResultFailureClass, 'outage'>)[];
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
+
+/**
+ * The error a result job fails for good with: BullMQ moves it to the failed set at once (it is an
+ * UnrecoverableError), where it stays as the dead letter with this message as its failedReason.
+ */
+export class ResultDeadLettered extends UnrecoverableError {
+  constructor(
+    readonly reason: DeadLetterReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface StageResultsConsumerOptions {
+  concurrency?: number;
+  /** Failed applications (outages aside) before the result is dead-lettered: RESULTS_MAX_ATTEMPTS. */
+  maxAttempts?: number;
+  /** Every failure spends an attempt unless this calls it an outage. */
+  classify?: (err: unknown) => ResultFailureClass;
+  /** The dead letter's text for the last failure: no secrets (it is shown to operators). */
+  describe?: (err: unknown, message: StageResultMessage) => string;
+  /** The delay before retry `attemptsMade` of a failed application (tests shorten it). */
+  retryDelay?: (attemptsMade: number) => number;
+  /** Called once when an outage starts (the first outage failure since an application succeeded). */
+  onOutage?: (err: unknown) => void;
+}
+
 export function createStageResultsConsumer(
   connection: Redis,
   prefix: string,
   apply: (message: StageResultMessage) => Promise<void>,
-  options: { concurrency?: number } = {},
+  options: StageResultsConsumerOptions = {},
 ): Worker {
+  const maxAttempts = options.maxAttempts ?? RESULTS_MAX_ATTEMPTS_DEFAULT;
+  const classify = options.classify ?? (() => 'error' as const);
+  const describe = options.describe ?? ((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 500));
+  // During an outage every result waits as long as the outage has lasted so far (so the waits double,
+  // whatever the concurrency), between 200 ms and OUTAGE_MAX_DELAY_MS.
+  let outageSince: number | undefined;
   return new Worker(
     STAGE_RESULTS_QUEUE,
-    async (job: Job) => {
+    async (job: Job, token?: string) => {
       const checked = validateStageResultMessage(job.data);
-      if (!checked.ok) throw new UnrecoverableError(`invalid stage result message: ${JSON.stringify(checked.errors)}`);
-      await apply(checked.value);
+      if (!checked.ok) throw new ResultDeadLettered('invalid_message', `invalid stage result message: ${JSON.stringify(checked.errors)}`);
+      try {
+        await apply(checked.value);
+        outageSince = undefined;
+      } catch (err) {
+        const failure = classify(err);
+        if (failure === 'outage') {
+          const now = Date.now();
+          if (outageSince === undefined) {
+            outageSince = now;
+            options.onOutage?.(err);
+          }
+          // Moved to delayed without counting an attempt: BullMQ leaves attemptsMade alone.
+          await job.moveToDelayed(now + Math.min(OUTAGE_MAX_DELAY_MS, Math.max(200, now - outageSince)), token);
+          throw new DelayedError();
+        }
+        const attempts = job.attemptsMade + 1;
+        if (attempts >= maxAttempts) {
+          throw new ResultDeadLettered(failure, `${failure} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describe(err, checked.value)}`);
+        }
+        throw err;
+      }
     },
     {
       connection,
@@ -131,7 +202,7 @@ export function createStageResultsConsumer(
       maxStalledCount: Number.MAX_SAFE_INTEGER,
       lockDuration: 10_000,
       stalledInterval: 5_000,
-      settings: { backoffStrategy: resultRetryDelay },
+      settings: { backoffStrategy: options.retryDelay ?? resultRetryDelay },
     },
   );
 }

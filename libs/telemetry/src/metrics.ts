@@ -137,7 +137,17 @@ export const resultsFenced = once(
   () =>
     new Counter({
       name: 'po_results_fenced_total',
-      help: 'Results discarded by fencing (stale execution or attempt, stage not Running, pipeline ended), by reason.',
+      help: 'Results discarded by fencing (stale execution or attempt, stage not Running, pipeline ended, not the lease holder), by reason.',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+);
+
+export const resultsDeadLettered = once(
+  () =>
+    new Counter({
+      name: 'po_results_dead_lettered_total',
+      help: 'Results the result-consumer gave up on (kept in the stage-results failed set for replay), by reason class: invalid_message, contention, error.',
       labelNames: ['reason'] as const,
       registers,
     }),
@@ -337,6 +347,21 @@ export function observeStageNextQueues(read: () => Promise<QueueSample[]>): void
       const samples = await sample();
       this.reset();
       for (const s of samples ?? []) this.set({ queue: queueLabels.value(s.queue) }, s.oldestAgeSeconds);
+    },
+  });
+}
+
+/** po_results_dead_letters: the dead-lettered results waiting for an operator, read from Redis on scrape. */
+export function observeResultDeadLetters(read: () => Promise<number>): void {
+  const sample = perScrape('result_dead_letters', read);
+  new Gauge({
+    name: 'po_results_dead_letters',
+    help: 'Dead-lettered results in the stage-results failed set, waiting to be replayed or dropped (npm run admin -- results dead-letters).',
+    registers,
+    async collect() {
+      const count = await sample();
+      this.reset();
+      if (count !== undefined) this.set(count);
     },
   });
 }

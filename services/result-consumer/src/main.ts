@@ -2,11 +2,12 @@ import './instrument.js';
 import { databaseOptions, loadConfig } from '@po/config';
 import { createDb, poolSample } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
-import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultsConsumer, pingRedis } from '@po/queues';
-import { createLogger, observeDatabasePool, shutdownTracing } from '@po/telemetry';
+import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultDeadLetters, pingRedis } from '@po/queues';
+import { createLogger, observeDatabasePool, observeResultDeadLetters, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { createResultApplier } from './consumer/apply-result.js';
+import { consumeResults } from './consumer/consume.js';
 
 const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'result-consumer', level: config.logLevel });
@@ -22,10 +23,9 @@ const applier = createResultApplier(
   { db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages },
   { maxBatch: config.batchSize, maxConcurrent: config.batchConcurrency },
 );
-const consumer = createStageResultsConsumer(consumerRedis, config.queuePrefix, async (message) => void (await applier.apply(message)), {
-  concurrency: config.concurrency,
-});
-consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'result application failed; BullMQ retries it'));
+const consumer = consumeResults(consumerRedis, config.queuePrefix, applier, logger, { concurrency: config.concurrency, maxAttempts: config.resultsMaxAttempts });
+const deadLetters = createStageResultDeadLetters(producerRedis, config.queuePrefix);
+observeResultDeadLetters(() => deadLetters.count());
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
@@ -36,7 +36,7 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['result consumer', () => consumer.close()],
   ['batches', () => applier.drain()],
-  ['producers', async () => Promise.all([publisher.close(), events.close()])],
+  ['producers', async () => Promise.all([publisher.close(), events.close(), deadLetters.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
   ['metrics server', () => metrics.close()],

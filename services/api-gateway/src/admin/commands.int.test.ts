@@ -1,8 +1,19 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapWorker, findEnabledApiKeyIgnoringExpiry, findValidApiKey } from '@po/db';
 import { hashSecret } from '@po/http';
-import { createTestDatabase, type TestDatabase } from '@po/testing';
-import { UsageError, runAdmin } from './commands.js';
+import {
+  STAGE_RESULTS_QUEUE,
+  createRedis,
+  createStageResultDeadLetters,
+  createStageResultsConsumer,
+  createStageResultsProducer,
+  resultJobId,
+  type StageResultMessage,
+} from '@po/queues';
+import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
+import { UsageError, runAdmin, type AdminQueues } from './commands.js';
 
 let database: TestDatabase;
 beforeAll(async () => {
@@ -70,5 +81,117 @@ describe('admin command (addendum §2)', () => {
     await expect(runAdmin(database.db, ['apps', 'keys', 'create', '--app', '1', '--expires-at', '2030-01-01T00:00:00'])).rejects.toThrow(/offset/);
     await expect(runAdmin(database.db, ['apps', 'keys', 'disable', '--key-id', 'x'])).rejects.toThrow(/positive integer/);
     await expect(runAdmin(database.db, ['nope'])).rejects.toThrow(/usage/);
+  });
+});
+
+describe('admin results dead-letters (issue 28, decision 0119)', () => {
+  const prefix = testQueuePrefix('admin-dead');
+  const redis = createRedis(TEST_REDIS_URL, 'producer');
+  const workerRedis = createRedis(TEST_REDIS_URL, 'worker');
+  const queues: AdminQueues = { deadLetters: createStageResultDeadLetters(redis, prefix) };
+  const results = createStageResultsProducer(redis, prefix);
+  const queue = new Queue(STAGE_RESULTS_QUEUE, { connection: redis, prefix });
+  const SECRET = 'hunter2-the-context-secret';
+  const admin = (...argv: string[]) => runAdmin(database.db, argv, new Date(), queues);
+
+  const receivedAt = new Date().toISOString();
+  const message = (n: number): StageResultMessage => ({
+    applicationId: 7,
+    pipelineId: 70 + n,
+    stageId: 700 + n,
+    workerId: 'w',
+    receivedAt,
+    result: {
+      stageId: 700 + n,
+      executionId: `00000000-0000-4000-8000-00000000000${n}`,
+      attempt: 2,
+      isSuccess: true,
+      result: `private output ${n}`,
+      contextItems: [{ key: 'token', value: SECRET, isSensitive: true }],
+    },
+  });
+
+  afterAll(async () => {
+    await queue.close();
+    await results.close();
+    await queues.deadLetters.close();
+    await cleanupRedisPrefix(prefix);
+    await workerRedis.quit();
+    await redis.quit();
+  });
+
+  /** Dead letters made the consumer's way: results its apply refuses, with one attempt each, and a malformed message. */
+  beforeAll(async () => {
+    for (const n of [1, 2]) await results.publish(message(n));
+    await queue.add('result', { applicationId: 7, stageId: 'not a number' }, { jobId: 'r-malformed-1' });
+    const consumer = createStageResultsConsumer(
+      workerRedis,
+      prefix,
+      async (m) => {
+        throw new Error(`stage ${m.stageId} cannot take this result`);
+      },
+      { maxAttempts: 1, describe: (err) => (err as Error).message },
+    );
+    try {
+      for (let i = 0; (await queue.getFailedCount()) < 3; i += 1) {
+        if (i > 400) throw new Error('the dead letters did not appear');
+        await sleep(25);
+      }
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('list shows ids, attempts and the failure of every application\'s dead letters, newest first, never the result itself', async () => {
+    const out = await admin('results', 'dead-letters', 'list');
+    expect(out.total).toBe(3);
+    const letters = out.deadLetters as Record<string, unknown>[];
+    expect(letters.map((l) => l.jobId).sort()).toEqual([resultJobId(message(1).result.executionId, 2), resultJobId(message(2).result.executionId, 2), 'r-malformed-1'].sort());
+    expect(letters.find((l) => l.jobId === resultJobId(message(1).result.executionId, 2))).toEqual({
+      jobId: resultJobId(message(1).result.executionId, 2),
+      applicationId: 7,
+      pipelineId: 71,
+      stageId: 701,
+      executionId: message(1).result.executionId,
+      attempt: 2,
+      failedReason: 'error after 1 attempt: stage 701 cannot take this result',
+      failedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      attemptsMade: 1,
+    });
+    expect(letters.find((l) => l.jobId === 'r-malformed-1')).toMatchObject({ applicationId: 7, stageId: null, executionId: null, failedReason: expect.stringMatching(/^invalid stage result message/) });
+    const failedAt = letters.map((l) => l.failedAt as string);
+    expect(failedAt).toEqual([...failedAt].sort().reverse());
+    const printed = JSON.stringify(out);
+    expect(printed).not.toContain(SECRET);
+    expect(printed).not.toContain('private output');
+
+    const one = await admin('results', 'dead-letters', 'list', '--limit', '1');
+    expect(one).toEqual({ total: 3, deadLetters: [letters[0]] });
+  });
+
+  it('replay queues one dead letter again with its attempts reset; drop deletes one; replay --all the rest', async () => {
+    const first = resultJobId(message(1).result.executionId, 2);
+    const second = resultJobId(message(2).result.executionId, 2);
+    expect(await admin('results', 'dead-letters', 'replay', first)).toEqual({ jobId: first, replayed: true });
+    const replayed = await queue.getJob(first);
+    expect(await replayed!.getState()).toBe('waiting');
+    expect(replayed).toMatchObject({ attemptsMade: 0, data: message(1) });
+    await expect(admin('results', 'dead-letters', 'replay', first)).rejects.toThrow(`no dead letter ${first}`);
+
+    expect(await admin('results', 'dead-letters', 'drop', 'r-malformed-1')).toEqual({ jobId: 'r-malformed-1', dropped: true });
+    expect(await queue.getJob('r-malformed-1')).toBeUndefined();
+    await expect(admin('results', 'dead-letters', 'drop', 'r-malformed-1')).rejects.toBeInstanceOf(UsageError);
+
+    expect(await admin('results', 'dead-letters', 'replay', '--all')).toEqual({ replayed: 1 });
+    expect(await (await queue.getJob(second))!.getState()).toBe('waiting');
+    expect(await admin('results', 'dead-letters', 'list')).toEqual({ total: 0, deadLetters: [] });
+  });
+
+  it('refuses bad usage, and needs Redis', async () => {
+    await expect(admin('results', 'dead-letters', 'replay')).rejects.toThrow(/a job id or --all/);
+    await expect(admin('results', 'dead-letters', 'replay', 'r-x-1', '--all')).rejects.toThrow(/a job id or --all/);
+    await expect(admin('results', 'dead-letters', 'drop', 'a:b')).rejects.toThrow(/result job id/);
+    await expect(admin('results', 'dead-letters', 'list', '--limit', '1001')).rejects.toThrow(/at most 1000/);
+    await expect(runAdmin(database.db, ['results', 'dead-letters', 'list'])).rejects.toThrow(/need Redis/);
   });
 });

@@ -18,10 +18,35 @@ describe('admin command arguments (commander)', () => {
       kind: 'apps keys disable',
       keyId: 3,
     });
+    expect(parseAdmin(['results', 'dead-letters', 'list'])).toEqual({
+      kind: 'results dead-letters list',
+      limit: 50,
+    });
+    expect(parseAdmin(['results', 'dead-letters', 'list', '--limit', '5'])).toEqual({
+      kind: 'results dead-letters list',
+      limit: 5,
+    });
+    expect(parseAdmin(['results', 'dead-letters', 'replay', 'r-abc-1'])).toEqual({
+      kind: 'results dead-letters replay',
+      jobId: 'r-abc-1',
+    });
+    expect(parseAdmin(['results', 'dead-letters', 'replay', '--all'])).toEqual({
+      kind: 'results dead-letters replay',
+      jobId: null,
+    });
+    expect(parseAdmin(['results', 'dead-letters', 'drop', 'r-abc-1'])).toEqual({
+      kind: 'results dead-letters drop',
+      jobId: 'r-abc-1',
+    });
   });
 
   it('--help on any command is help, not an error', () => {
-    for (const argv of [['--help'], ['apps', '--help'], ['apps', 'keys', 'create', '--help']]) {
+    for (const argv of [
+      ['--help'],
+      ['apps', '--help'],
+      ['apps', 'keys', 'create', '--help'],
+      ['results', 'dead-letters', '--help'],
+    ]) {
       const err = (() => {
         try {
           parseAdmin(argv);

@@ -1,0 +1,216 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, insertPipeline } from '@po/db';
+import { grantLease, lockExecutionState, startExecutions } from '@po/engine';
+import { planPipeline } from '@po/domain';
+import {
+  ResultDeadLettered,
+  createPipelineEventsProducer,
+  createRedis,
+  createStageNextPublisher,
+  createStageResultDeadLetters,
+  createStageResultsProducer,
+  resultJobId,
+  type StageResultMessage,
+} from '@po/queues';
+import { createLogger, metricsText, observeResultDeadLetters } from '@po/telemetry';
+import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
+import { createResultApplier, type ConsumerDeps, type ResultApplier } from './apply-result.js';
+import { consumeResults } from './consume.js';
+
+// Issue 28: a result that cannot be applied is retried RESULTS_MAX_ATTEMPTS times, then kept as a
+// dead letter (decision 0119); real PostgreSQL and Redis throughout. The poison is a trigger that
+// refuses one context key, as a constraint the code did not expect would.
+const MAX_ATTEMPTS = 3;
+const SECRET = 's3cret-token-of-the-poison';
+
+let database: TestDatabase;
+let deps: ConsumerDeps;
+let applier: ResultApplier;
+const lines: string[] = [];
+const prefix = testQueuePrefix('rc-dead');
+const producerRedis = createRedis(TEST_REDIS_URL, 'producer');
+const workerRedis = createRedis(TEST_REDIS_URL, 'worker');
+const results = createStageResultsProducer(producerRedis, prefix);
+const deadLetters = createStageResultDeadLetters(producerRedis, prefix);
+const logger = createLogger({
+  service: 'result-consumer',
+  destination: new Writable({
+    write(chunk: Buffer, _e, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  }),
+});
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  deps = {
+    db: database.db,
+    publisher: createStageNextPublisher(producerRedis, prefix),
+    events: createPipelineEventsProducer(producerRedis, prefix),
+    logger,
+    random: () => 0.5,
+    maxActiveStages: 0,
+  };
+  applier = createResultApplier(deps, { maxBatch: 16, maxConcurrent: 1 });
+  observeResultDeadLetters(() => deadLetters.count());
+});
+
+afterAll(async () => {
+  await applier.drain();
+  await deadLetters.close();
+  await results.close();
+  await deps.events.close();
+  await deps.publisher.close();
+  await cleanupRedisPrefix(prefix);
+  await workerRedis.quit();
+  await producerRedis.quit();
+  await database.drop();
+});
+
+/** A pipeline whose only stage is Running under a granted lease, as after pull + acquire. */
+async function runningStage() {
+  const app = await database.db.application.create({ data: { name: 'rc-dead' } });
+  const planned = planPipeline({ name: 'p', stages: [{ stageName: 'a', stageHandlerName: 'h' }] }, { applicationId: app.id });
+  if (!planned.ok) throw new Error('invalid');
+  const now = new Date();
+  const pipelineId = await database.db.$transaction((tx) => insertPipeline(tx, planned.pipeline, now));
+  const stage = await database.db.stage.findFirstOrThrow({ where: { pipelineId: BigInt(pipelineId), position: 0 } });
+  const executionId = randomUUID();
+  await database.db.$transaction(async (tx) => {
+    await tx.pipeline.update({ where: { id: BigInt(pipelineId) }, data: { dispatched: true, status: 'Running' } });
+    await startExecutions(tx, app.id, [{ stageId: Number(stage.id), executionId }], now);
+    const state = await lockExecutionState(tx, Number(stage.id), executionId, { lockPipeline: false });
+    await grantLease(tx, state!, { executionId, attempt: 1, workerId: 'w', now, leaseExpiresAt: new Date(now.getTime() + 60_000) });
+  });
+  return { applicationId: app.id, pipelineId, stageId: Number(stage.id), executionId };
+}
+
+type Running = Awaited<ReturnType<typeof runningStage>>;
+
+const success = (s: Running, contextItems: { key: string; value: string; isSensitive?: boolean }[] = []): StageResultMessage => ({
+  applicationId: s.applicationId,
+  pipelineId: s.pipelineId,
+  stageId: s.stageId,
+  workerId: 'w',
+  receivedAt: new Date().toISOString(),
+  result: { stageId: s.stageId, executionId: s.executionId, attempt: 1, isSuccess: true, result: 'out', contextItems },
+});
+
+const statusOf = async (s: Running) => (await database.db.stage.findUniqueOrThrow({ where: { id: BigInt(s.stageId) } })).status;
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+describe('a result that cannot be applied (issue 28, decision 0119)', () => {
+  it('is tried RESULTS_MAX_ATTEMPTS times and dead-lettered while the results beside it are applied; replayed once fixed, it is applied', async () => {
+    await database.db.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.key = 'poison' THEN RAISE EXCEPTION 'context value % refused', NEW.value; END IF;
+        RETURN NEW;
+      END $$`);
+    await database.db.$executeRawUnsafe('CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON context_items FOR EACH ROW EXECUTE FUNCTION refuse_poison()');
+
+    const good = await Promise.all([runningStage(), runningStage(), runningStage(), runningStage()]);
+    const poisoned = await runningStage();
+    const poisonJob = resultJobId(poisoned.executionId, 1);
+    // Queued before the consumer starts, so the first result's batch runs alone and the others,
+    // arriving meanwhile, share the next one with the poison.
+    for (const s of good.slice(0, 2)) await results.publish(success(s, [{ key: 'k', value: 'v' }]));
+    await results.publish(success(poisoned, [{ key: 'poison', value: SECRET, isSensitive: true }]));
+    for (const s of good.slice(2)) await results.publish(success(s, [{ key: 'k', value: 'v' }]));
+
+    const failures: { jobId: string | undefined; deadLettered: boolean }[] = [];
+    const consumer = consumeResults(workerRedis, prefix, applier, logger, { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 });
+    consumer.on('failed', (job, err) => failures.push({ jobId: job?.id, deadLettered: err instanceof ResultDeadLettered }));
+    try {
+      await until('the dead letter', async () => (await deadLetters.count()) === 1);
+
+      for (const s of good) expect(await statusOf(s)).toBe('Completed');
+      expect(await statusOf(poisoned)).toBe('Running');
+      // Only the poison spent attempts: MAX_ATTEMPTS failures, the last one final.
+      expect(failures).toEqual(Array.from({ length: MAX_ATTEMPTS }, (_, i) => ({ jobId: poisonJob, deadLettered: i === MAX_ATTEMPTS - 1 })));
+
+      const [letter, ...others] = await deadLetters.list(10);
+      expect(others).toEqual([]);
+      expect(letter).toEqual({
+        jobId: poisonJob,
+        applicationId: poisoned.applicationId,
+        pipelineId: poisoned.pipelineId,
+        stageId: poisoned.stageId,
+        executionId: poisoned.executionId,
+        attempt: 1,
+        failedReason: expect.stringMatching(/^error after 3 attempts: \[P0001\] .*context value \[REDACTED\] refused/),
+        failedAt: expect.any(String),
+        attemptsMade: MAX_ATTEMPTS,
+      });
+      expect(JSON.stringify(letter)).not.toContain(SECRET);
+      expect(lines.join('')).not.toContain(SECRET);
+      expect(lines.some((l) => l.includes('result dead-lettered') && l.includes(poisonJob))).toBe(true);
+
+      const metrics = (await metricsText()).body;
+      expect(metrics).toContain('po_results_dead_lettered_total{reason="error"} 1');
+      expect(metrics).toContain('po_results_dead_lettered_total{reason="contention"} 0');
+      expect(metrics).toMatch(/^po_results_dead_letters 1$/m);
+
+      // The cause fixed, the operator replays it (the admin command's operation): it is applied.
+      await database.db.$executeRawUnsafe('DROP TRIGGER refuse_poison ON context_items');
+      expect(await deadLetters.replay(poisonJob)).toBe(true);
+      await until('the replayed result applied', async () => (await statusOf(poisoned)) === 'Completed');
+      const stored = await database.db.contextItem.findUniqueOrThrow({ where: { pipelineId_key: { pipelineId: BigInt(poisoned.pipelineId), key: 'poison' } } });
+      expect(stored.isSensitive).toBe(true);
+      expect(await deadLetters.count()).toBe(0);
+      expect(await deadLetters.replay(poisonJob)).toBe(false);
+      expect(failures).toHaveLength(MAX_ATTEMPTS);
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('waits out a database outage without spending attempts, then applies the result', async () => {
+    const s = await runningStage();
+    // A pool whose server refuses connections: the failures are real ECONNREFUSED errors.
+    const unreachable = createDb('postgresql://postgres@127.0.0.1:1/none', { max: 1 });
+    const down = createResultApplier({ ...deps, db: unreachable }, { maxBatch: 16, maxConcurrent: 1 });
+    let current = down;
+    let calls = 0;
+    const failures: string[] = [];
+    const consumer = consumeResults(
+      workerRedis,
+      prefix,
+      {
+        apply: (message) => {
+          calls += 1;
+          return current.apply(message);
+        },
+        drain: () => current.drain(),
+      },
+      logger,
+      { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 },
+    );
+    consumer.on('failed', (job) => failures.push(job?.id ?? ''));
+    try {
+      await results.publish(success(s));
+      // Past MAX_ATTEMPTS tries a failure that spent attempts would have been dead-lettered.
+      await until('more outage retries than attempts allowed', async () => calls > MAX_ATTEMPTS);
+      current = applier;
+      await until('the result applied after the outage', async () => (await statusOf(s)) === 'Completed');
+      expect(failures).toEqual([]);
+      expect(await deadLetters.count()).toBe(0);
+      expect(lines.some((l) => l.includes('results wait for it without spending attempts'))).toBe(true);
+    } finally {
+      await consumer.close();
+      await down.drain();
+      await unreachable.$disconnect();
+    }
+  });
+});
