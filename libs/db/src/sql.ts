@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import type { DbOrTx } from './db-types.js';
 import { createNotifications, type Notifications } from './notifications.js';
 
 /**
@@ -78,6 +79,15 @@ export function declaredStatements(): ReadonlyMap<string, { text: string; custom
 /** What runs statements: the pool (one statement, autocommit) or a transaction's client. */
 export interface Queryable {
   query<R>(statement: Statement, values?: readonly unknown[]): Promise<R[]>;
+}
+
+/**
+ * Statements inside a Prisma interactive transaction, sent unprepared (planned per run): for the
+ * cold paths that hold one and run a plain-pg operation in it (a schedule's guarded fire, Queue
+ * promotion, POST …/trigger and …/backfill). Rows come as Prisma returns them (int8 as bigint).
+ */
+export function queryableOf(tx: DbOrTx): Queryable {
+  return { query: <R>(s: Statement, values: readonly unknown[] = []) => tx.$queryRawUnsafe<R[]>(s.text, ...values) };
 }
 
 export interface Sql extends Queryable {

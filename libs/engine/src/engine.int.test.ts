@@ -4,12 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPipeline, sqlOf, writePass } from '@po/db';
+import { insertPipeline, sqlOf } from '@po/db';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher, type StageResultMessage } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
 import { Engine, type EngineDeps } from './engine.js';
+import { writePass } from './store.js';
 
 let database: TestDatabase;
 let deps: EngineDeps;

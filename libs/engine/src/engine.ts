@@ -1,30 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  Batcher,
-  freeSlots,
-  insertPassStages,
-  isTransientDbError,
-  liveContextForDispatch,
-  lockPipelines,
-  oldestThrottled,
-  pipelinesOfStages,
-  readContexts,
-  readPassStages,
-  sqlOf,
-  stageForMessage,
-  writeContexts,
-  writePass,
-  type ContextEntryRow,
-  type Db,
-  type PassStage,
-  type Queryable,
-} from '@po/db';
+import { Batcher, isTransientDbError, sqlOf, type Db, type Queryable } from '@po/db';
 import { slotOrder, type StageOptions } from '@po/domain';
 import type { PipelineEventsProducer, StageNextPublisher, StageResultMessage } from '@po/queues';
 import { rememberSensitive, rememberSensitiveItems, traceparentOf, type Logger, type Span } from '@po/telemetry';
 import type { ContextItem, StageNextJob } from '@po/contracts';
 import { Batch, type EngineItem, type ItemOutcome } from './batch.js';
 import { byQueue, stageNextMessage } from './messages.js';
+import { lockPipelines, pipelinesOfStages, readPassStages, writePass, type PassStage } from './store.js';
+import { addAppended, insertPassStages } from './steps/append.js';
+import { candidates, plan } from './steps/plan.js';
+import { readContexts, writeContexts, type ContextEntryRow } from './store-contexts.js';
+import { freeSlots, oldestThrottled } from './store-slots.js';
+import { liveContextForDispatch, stageForMessage } from './steps/dispatch.js';
 import { INLINE_CONTEXT_MAX_BYTES, contextBytes, snapshotOf, writeSnapshots, type ContextSnapshot } from './context-snapshots.js';
 import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
 
@@ -155,10 +142,10 @@ export class Engine {
     for (const item of items) batch.decide(item);
     const contextWrites = batch.contextWrites();
     if (contextWrites.length > 0) await writeContexts(tx, contextWrites, now);
-    if (batch.appended.length > 0) batch.addAppended(await insertPassStages(tx, batch.appended, now));
+    if (batch.appended.length > 0) addAppended(batch, await insertPassStages(tx, batch.appended, now));
 
     const slots = this.deps.maxActiveStages > 0 ? await this.shareSlots(tx, batch) : new Map<number, number>();
-    batch.plan(batch.candidates(), slots);
+    plan(batch, candidates(batch), slots);
 
     const stageWrites = batch.stageWrites();
     const dispatchedPipelines = [...new Set(batch.dispatches.map((d) => d.pipeline.id))];
@@ -244,9 +231,9 @@ export class Engine {
    */
   private async shareSlots(tx: Queryable, batch: Batch): Promise<Map<number, number>> {
     const slots = new Map<number, number>();
-    const candidates = batch.candidates();
-    for (const app of [...candidates.keys()].sort((a, b) => a - b)) {
-      const own = candidates.get(app) ?? [];
+    const ready = candidates(batch);
+    for (const app of [...ready.keys()].sort((a, b) => a - b)) {
+      const own = ready.get(app) ?? [];
       const free = Math.min(this.deps.maxActiveStages, (await freeSlots(tx, app, this.deps.maxActiveStages)) + batch.freedSlots(app));
       const outside = free > 0 ? (await oldestThrottled(tx, app, free)).filter((t) => !batch.pipelines.has(t.pipelineId)) : [];
       if (own.length === 0 && outside.length === 0) continue;

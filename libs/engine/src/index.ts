@@ -2,3 +2,10 @@
 export { Engine, createPassRunner, type EngineDeps, type PassRequest } from './engine.js';
 export type { EngineItem, ItemOutcome } from './batch.js';
 export { byQueue, stageNextMessage, type MessageSource } from './messages.js';
+// The lifecycle steps outside a batch: each writes stage and execution state, and nothing outside
+// this package does (issue 28).
+export * from './steps/lease.js';
+export * from './steps/renew.js';
+export * from './steps/cancel.js';
+export * from './steps/resume.js';
+export * from './steps/dispatch.js';

@@ -32,17 +32,59 @@ const itemsWithIds = (items: string, ids: string) =>
   `pipeline, jsonb_array_elements(${items}::jsonb) WITH ORDINALITY AS d(v, ord) JOIN ${ids} i ON i.ord = d.ord`;
 
 /**
+ * The one INSERT of new stages, context items and keywords: the creation statement below (POST
+ * /pipelines, rerun, a manual trigger), appends, and the scheduler's set-based write of a whole
+ * batch of pipelines (schedule-fire.ts) all insert their rows through these. `item` is the row's
+ * json (stageItem's fields for a stage, a context item's, a keyword's); every other argument is an
+ * SQL expression over `from`.
+ */
+interface RowsFrom {
+  from: string;
+  id: string;
+  pipelineId: string;
+  item: string;
+  returning: string;
+}
+
+export const insertStageRows = (a: RowsFrom & { applicationId: string; position: string; spanId: string; now: string }) => `
+  INSERT INTO stages (id, pipeline_id, application_id, position, name, handler_name, description, input,
+                      options, policies, is_event, span_id, created_at)
+  SELECT ${a.id}, ${a.pipelineId}, ${a.applicationId}, ${a.position}, ${a.item}->>'name',
+         ${a.item}->>'handlerName', ${a.item}->>'description', ${a.item}->>'input', ${a.item}->'options',
+         nullif(${a.item}->'policies', 'null'::jsonb), (${a.item}->>'isEvent')::boolean, ${a.spanId}, ${a.now}::timestamptz
+  FROM ${a.from}
+  RETURNING ${a.returning}`;
+
+/** `value`: the item's own value unless given (a rerun copies sensitive ones). */
+export const insertContextRows = (a: RowsFrom & { value?: string; now: string }) => `
+  INSERT INTO context_items (id, pipeline_id, key, value, value_type, is_sensitive, updated_at)
+  SELECT ${a.id}, ${a.pipelineId}, ${a.item}->>'key', ${a.value ?? `${a.item}->>'value'`},
+         ${a.item}->>'valueType', (${a.item}->>'isSensitive')::boolean, ${a.now}::timestamptz
+  FROM ${a.from}
+  RETURNING ${a.returning}`;
+
+export const insertKeywordRows = (a: RowsFrom) => `
+  INSERT INTO pipeline_keywords (id, pipeline_id, key, value)
+  SELECT ${a.id}, ${a.pipelineId}, ${a.item}->>'key', ${a.item}->>'value'
+  FROM ${a.from}
+  RETURNING ${a.returning}`;
+
+/**
  * Inserts the stages of json array `items` (see stageItem) into the `pipeline` CTE's pipeline from
  * `firstPosition` on, with the ids reserved by a `stage_ids` CTE; returns the new rows.
  */
-const insertStages = (a: { items: string; firstPosition: string; now: string }) => `
-  INSERT INTO stages (id, pipeline_id, application_id, position, name, handler_name, description, input,
-                      options, policies, is_event, span_id, created_at)
-  SELECT i.id, pipeline.id, pipeline.application_id, ${a.firstPosition} + d.ord - 1, d.v->>'name',
-         d.v->>'handlerName', d.v->>'description', d.v->>'input', d.v->'options',
-         nullif(d.v->'policies', 'null'::jsonb), (d.v->>'isEvent')::boolean, d.v->>'spanId', ${a.now}::timestamptz
-  FROM ${itemsWithIds(a.items, 'stage_ids')}
-  RETURNING *`;
+const insertStages = (a: { items: string; firstPosition: string; now: string }) =>
+  insertStageRows({
+    from: itemsWithIds(a.items, 'stage_ids'),
+    id: 'i.id',
+    pipelineId: 'pipeline.id',
+    applicationId: 'pipeline.application_id',
+    position: `${a.firstPosition} + d.ord - 1`,
+    item: 'd.v',
+    spanId: "d.v->>'spanId'",
+    now: a.now,
+    returning: '*',
+  });
 
 /** A stage just inserted has no logs. */
 const noLogs = () => `'[]'::json`;
@@ -77,21 +119,19 @@ WITH reserved AS MATERIALIZED (
 ), stage_ids AS MATERIALIZED (${reserveIds('stages_id_seq', '$9')}
 ), new_stages AS (${insertStages({ items: '$9', firstPosition: '0', now: '$8' })}
 ), context_ids AS MATERIALIZED (${reserveIds('context_items_id_seq', '$10')}
-), new_context AS (
-  INSERT INTO context_items (id, pipeline_id, key, value, value_type, is_sensitive, updated_at)
-  SELECT i.id, pipeline.id, d.v->>'key',
-         CASE WHEN (d.v->>'copy')::boolean IS TRUE
+), new_context AS (${insertContextRows({
+  from: itemsWithIds('$10', 'context_ids'),
+  id: 'i.id',
+  pipelineId: 'pipeline.id',
+  item: 'd.v',
+  value: `CASE WHEN (d.v->>'copy')::boolean IS TRUE
               THEN (SELECT o.value FROM context_items o WHERE o.pipeline_id = $12::bigint AND o.key = d.v->>'key')
-              ELSE d.v->>'value' END,
-         d.v->>'valueType', (d.v->>'isSensitive')::boolean, $8::timestamptz
-  FROM ${itemsWithIds('$10', 'context_ids')}
-  RETURNING *
+              ELSE d.v->>'value' END`,
+  now: '$8',
+  returning: '*',
+})}
 ), keyword_ids AS MATERIALIZED (${reserveIds('pipeline_keywords_id_seq', '$11')}
-), new_keywords AS (
-  INSERT INTO pipeline_keywords (id, pipeline_id, key, value)
-  SELECT i.id, pipeline.id, d.v->>'key', d.v->>'value'
-  FROM ${itemsWithIds('$11', 'keyword_ids')}
-  RETURNING *
+), new_keywords AS (${insertKeywordRows({ from: itemsWithIds('$11', 'keyword_ids'), id: 'i.id', pipelineId: 'pipeline.id', item: 'd.v', returning: '*' })}
 )
 SELECT p.id, ${pipelineJson('p', { stages: 'new_stages', context: 'new_context', keywords: 'new_keywords', logs: noLogs })} AS pipeline
 FROM pipeline p`;
@@ -165,8 +205,8 @@ export async function createPipeline(
 }
 
 /**
- * The same creation statement inside a Prisma transaction (the scheduler's fire transaction, the
- * manual trigger, test seeds). No binding: `idempotencyKey` is only stored on the pipeline.
+ * The same creation statement inside a Prisma transaction (test seeds). No binding:
+ * `idempotencyKey` is only stored on the pipeline.
  */
 export async function insertPipeline(tx: DbOrTx, p: NewPipeline, now: Date): Promise<number> {
   const rows = await tx.$queryRawUnsafe<CreatedRow[]>(CREATE.text, ...creationValues(p, now, null));

@@ -34,7 +34,3 @@ const PIPELINE_ROWS = {
 export async function loadPipeline(db: DbOrTx, pipelineId: number): Promise<Prisma.PipelineGetPayload<{ include: typeof PIPELINE_ROWS }> | null> {
   return db.pipeline.findUnique({ where: { id: BigInt(pipelineId) }, include: PIPELINE_ROWS });
 }
-
-export async function markPipelineCancelled(tx: DbOrTx, pipelineId: number, now: Date): Promise<void> {
-  await tx.pipeline.update({ where: { id: BigInt(pipelineId) }, data: { status: 'Cancelled', finishedAt: now } });
-}

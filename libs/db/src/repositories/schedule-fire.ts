@@ -1,13 +1,16 @@
 import type { NewPipeline } from '@po/domain';
 import { statement, type Queryable } from '../sql.js';
+import { insertContextRows, insertKeywordRows, insertStageRows } from './pipeline-create.js';
 import type { NewRun } from './schedule-runs.js';
 import type { SchedulePlanRecord, SchedulePlanWrite } from './schedules.js';
 
 /**
- * The scheduler's set-based fire transaction (decision 0086), on plain pg (decision 0060): lock a
- * batch of due schedules, read their overlap state, and write the whole batch — pipelines, stages,
- * context items, keywords, runs and advanced plans — in ONE statement. The guarded fallback (one
- * schedule at a time, savepoints) stays on the Prisma repositories of schedules.ts.
+ * The statements of firing schedules (decision 0086), on plain pg (decision 0060): lock a batch of
+ * due schedules, read their overlap state, and write fired ticks — pipelines, stages, context
+ * items, keywords, runs and advanced plans — in ONE statement. Every firing writes through it:
+ * the scheduler's batches and guarded path, Queue promotion, trigger and backfill
+ * (schedule-fire-ticks.ts); its rows are inserted as pipeline creation inserts them
+ * (pipeline-create.ts).
  */
 
 /** A locked due schedule, with its definition as JSON text when it is small (see lockDueScheduleBatch). */
@@ -198,8 +201,13 @@ export interface ScheduledPipeline {
   spanIds: string;
 }
 
-/** A run to record; `pipeline` is the index of its pipeline in FireWrite.pipelines, or null. */
-export type FiredRun = Omit<NewRun, 'pipelineId'> & { pipeline: number | null };
+/**
+ * A run to record; `pipeline` is the index of its pipeline in FireWrite.pipelines, or null. A
+ * Backfill run names its tick in `backfillTick` (its `tick` stays null: schedule-backfill.ts).
+ * `replaced`, with a null reason: the index of the pipeline it replaced, which the reason names
+ * (`replaced:{id}`, an id this statement draws).
+ */
+export type FiredRun = Omit<NewRun, 'pipelineId'> & { pipeline: number | null; backfillTick?: Date | null; replaced?: number | null };
 
 export interface FireWrite {
   /** createdAt, updatedAt and dispatchRequestedAt of the pipelines; updatedAt of their context items. */
@@ -252,43 +260,39 @@ WITH tpl AS MATERIALIZED (
   FROM pin p JOIN tpl t ON t.idx = p.template
   CROSS JOIN LATERAL jsonb_array_elements(t.v->'stages') WITH ORDINALITY AS s(v, pos)
 ), stage_ids AS MATERIALIZED (${reserveIds('stages_id_seq', 'stage_in')}
-), new_stages AS (
-  INSERT INTO stages (id, pipeline_id, application_id, position, name, handler_name, description, input,
-                      options, policies, is_event, span_id, created_at)
-  SELECT (SELECT ids FROM stage_ids)[s.ord::int], s.pipeline_id, s.application_id, s.pos - 1, s.v->>'name', s.v->>'handlerName',
-         s.v->>'description', s.v->>'input', s.v->'options', nullif(s.v->'policies', 'null'::jsonb), (s.v->>'isEvent')::boolean,
-         substr(s.span_ids, (s.pos::int - 1) * 16 + 1, 16), $1::timestamptz
-  FROM stage_in s
-  RETURNING id
+), new_stages AS (${insertStageRows({
+  from: 'stage_in s',
+  id: '(SELECT ids FROM stage_ids)[s.ord::int]',
+  pipelineId: 's.pipeline_id',
+  applicationId: 's.application_id',
+  position: 's.pos - 1',
+  item: 's.v',
+  spanId: 'substr(s.span_ids, (s.pos::int - 1) * 16 + 1, 16)',
+  now: '$1',
+  returning: 'id',
+})}
 ), context_in AS MATERIALIZED (
   SELECT row_number() OVER (ORDER BY p.ord, c.pos) AS ord, (SELECT ids FROM pipeline_ids)[p.ord::int] AS pipeline_id, c.v
   FROM pin p JOIN tpl t ON t.idx = p.template
   CROSS JOIN LATERAL jsonb_array_elements(t.v->'context') WITH ORDINALITY AS c(v, pos)
 ), context_ids AS MATERIALIZED (${reserveIds('context_items_id_seq', 'context_in')}
-), new_context AS (
-  INSERT INTO context_items (id, pipeline_id, key, value, value_type, is_sensitive, updated_at)
-  SELECT (SELECT ids FROM context_ids)[c.ord::int], c.pipeline_id, c.v->>'key', c.v->>'value', c.v->>'valueType',
-         (c.v->>'isSensitive')::boolean, $1::timestamptz
-  FROM context_in c
-  RETURNING id
+), new_context AS (${insertContextRows({ from: 'context_in c', id: '(SELECT ids FROM context_ids)[c.ord::int]', pipelineId: 'c.pipeline_id', item: 'c.v', now: '$1', returning: 'id' })}
 ), keyword_in AS MATERIALIZED (
   SELECT row_number() OVER (ORDER BY p.ord, k.pos) AS ord, (SELECT ids FROM pipeline_ids)[p.ord::int] AS pipeline_id, k.v
   FROM pin p JOIN tpl t ON t.idx = p.template
   CROSS JOIN LATERAL jsonb_array_elements(t.v->'keywords') WITH ORDINALITY AS k(v, pos)
 ), keyword_ids AS MATERIALIZED (${reserveIds('pipeline_keywords_id_seq', 'keyword_in')}
-), new_keywords AS (
-  INSERT INTO pipeline_keywords (id, pipeline_id, key, value)
-  SELECT (SELECT ids FROM keyword_ids)[k.ord::int], k.pipeline_id, k.v->>'key', k.v->>'value'
-  FROM keyword_in k
-  RETURNING id
+), new_keywords AS (${insertKeywordRows({ from: 'keyword_in k', id: '(SELECT ids FROM keyword_ids)[k.ord::int]', pipelineId: 'k.pipeline_id', item: 'k.v', returning: 'id' })}
 ), run_in AS MATERIALIZED (
   SELECT r.ord, r.v FROM jsonb_array_elements($4::jsonb) WITH ORDINALITY AS r(v, ord)
 ), run_ids AS MATERIALIZED (${reserveIds('schedule_runs_id_seq', 'run_in')}
 ), new_runs AS (
-  INSERT INTO schedule_runs (id, schedule_id, application_id, trigger, status, scheduled_for, tick, pipeline_id, reason, created_at)
+  INSERT INTO schedule_runs (id, schedule_id, application_id, trigger, status, scheduled_for, tick, backfill_tick, pipeline_id, reason, created_at)
   SELECT (SELECT ids FROM run_ids)[r.ord::int], (r.v->>'scheduleId')::bigint, (r.v->>'applicationId')::int, r.v->>'trigger',
-         r.v->>'status', ${instant("r.v->>'scheduledFor'")}, ${instant("r.v->>'tick'")},
-         (SELECT ids FROM pipeline_ids)[(r.v->>'pipeline')::int + 1], r.v->>'reason', ${instant("r.v->>'createdAt'")}
+         r.v->>'status', ${instant("r.v->>'scheduledFor'")}, ${instant("r.v->>'tick'")}, ${instant("r.v->>'backfillTick'")},
+         (SELECT ids FROM pipeline_ids)[(r.v->>'pipeline')::int + 1],
+         coalesce(r.v->>'reason', 'replaced:' || (SELECT ids FROM pipeline_ids)[(r.v->>'replaced')::int + 1]),
+         ${instant("r.v->>'createdAt'")}
   FROM run_in r
   RETURNING id
 ), advanced AS (
@@ -301,7 +305,7 @@ WITH tpl AS MATERIALIZED (
 )
 SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM new_pipelines) AS pipeline_ids,
        (SELECT count(*) FROM new_stages)::int AS stages, (SELECT count(*) FROM new_context)::int AS context_items,
-       (SELECT count(*) FROM new_keywords)::int AS keywords, (SELECT count(*) FROM new_runs)::int AS runs,
+       (SELECT count(*) FROM new_keywords)::int AS keywords, (SELECT string_agg(id::text, ',' ORDER BY id) FROM new_runs) AS run_ids,
        (SELECT count(*) FROM advanced)::int AS plans`;
 
 // Prepared once per connection: its only table read is schedules by primary key, and every other
@@ -317,6 +321,11 @@ const epochMs = (d: Date | null) => (d === null ? null : d.getTime());
  * the schedules' advanced plans. Returns the new pipelines' ids in the order of `pipelines`.
  */
 export async function writeFiredBatch(tx: Queryable, write: FireWrite): Promise<number[]> {
+  return (await writeFired(tx, write)).pipelines;
+}
+
+/** writeFiredBatch, with the new runs' ids too (in the order of `runs`). */
+export async function writeFired(tx: Queryable, write: FireWrite): Promise<{ pipelines: number[]; runs: number[] }> {
   const values = [
     write.now.toISOString(),
     `[${write.templates.join(',')}]`,
@@ -329,8 +338,10 @@ export async function writeFiredBatch(tx: Queryable, write: FireWrite): Promise<
         status: r.status,
         scheduledFor: epochMs(r.scheduledFor),
         tick: epochMs(r.tick),
+        backfillTick: epochMs(r.backfillTick ?? null),
         pipeline: r.pipeline,
         reason: r.reason,
+        replaced: r.replaced ?? null,
         createdAt: epochMs(r.createdAt),
       })),
     ),
@@ -340,12 +351,14 @@ export async function writeFiredBatch(tx: Queryable, write: FireWrite): Promise<
     write.plans.map((p) => epochMs(p.nextRunAt)),
     write.plans.map((p) => epochMs(p.handledThrough)),
   ];
-  const [row] = await tx.query<{ pipeline_ids: string | null; runs: number; plans: number }>(WRITE, values);
-  const ids = row?.pipeline_ids ? row.pipeline_ids.split(',').map(Number) : [];
-  if (ids.length !== write.pipelines.length || row?.runs !== write.runs.length) {
-    throw new Error(`fire write inserted ${ids.length}/${write.pipelines.length} pipelines and ${row?.runs}/${write.runs.length} runs`);
+  const [row] = await tx.query<{ pipeline_ids: string | null; run_ids: string | null }>(WRITE, values);
+  const idsOf = (list: string | null | undefined) => (list ? list.split(',').map(Number) : []);
+  const pipelines = idsOf(row?.pipeline_ids);
+  const runs = idsOf(row?.run_ids);
+  if (pipelines.length !== write.pipelines.length || runs.length !== write.runs.length) {
+    throw new Error(`fire write inserted ${pipelines.length}/${write.pipelines.length} pipelines and ${runs.length}/${write.runs.length} runs`);
   }
-  return ids;
+  return { pipelines, runs };
 }
 
 /**

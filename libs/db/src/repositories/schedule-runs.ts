@@ -94,14 +94,6 @@ const runColumns = (runs: readonly NewRun[]) => Prisma.sql`
 const RUN_INSERT = Prisma.sql`INSERT INTO schedule_runs (schedule_id, application_id, trigger, status, scheduled_for, tick, pipeline_id, reason, created_at)`;
 
 /**
- * Records runs in one statement. A planned tick has at most one run (unique schedule_id, tick):
- * a second claim of a tick throws a unique violation and rolls the caller's transaction back.
- */
-export async function insertRuns(tx: DbOrTx, runs: readonly NewRun[]): Promise<void> {
-  if (runs.length > 0) await tx.$executeRaw`${RUN_INSERT} ${runColumns(runs)}`;
-}
-
-/**
  * Records one run and returns its id. With `skipIfFired`, a tick that already has a run is left
  * alone and null is returned: the run claims the tick, which then fires at most once.
  */
@@ -109,17 +101,6 @@ export async function insertRun(tx: DbOrTx, run: NewRun, options: { skipIfFired?
   const conflict = options.skipIfFired ? Prisma.sql`ON CONFLICT (schedule_id, tick) DO NOTHING` : Prisma.empty;
   const rows = await tx.$queryRaw<{ id: bigint }[]>`${RUN_INSERT} ${runColumns([run])} ${conflict} RETURNING id`;
   return rows[0] ? Number(rows[0].id) : null;
-}
-
-export async function settleRun(
-  tx: DbOrTx,
-  runId: number,
-  outcome: { status: ScheduleRunStatus; pipelineId: number | null; reason: string | null },
-): Promise<void> {
-  await tx.scheduleRun.update({
-    where: { id: BigInt(runId) },
-    data: { status: outcome.status, pipelineId: outcome.pipelineId === null ? null : BigInt(outcome.pipelineId), reason: outcome.reason },
-  });
 }
 
 /** Pausing or archiving turns the schedule's Queued runs into Skipped (addendum §14.5). */
@@ -139,9 +120,14 @@ export async function queuedRunCounts(tx: DbOrTx, scheduleIds: readonly number[]
   return new Map(rows.map((r) => [Number(r.schedule_id), Number(r.n)]));
 }
 
-export async function oldestQueuedRun(tx: DbOrTx, scheduleId: number): Promise<number | null> {
-  const row = await tx.scheduleRun.findFirst({ where: { scheduleId: BigInt(scheduleId), status: 'Queued' }, orderBy: { id: 'asc' }, select: { id: true } });
-  return row ? Number(row.id) : null;
+/** The schedule's oldest Queued run: the next to get a pipeline (Queue promotion). */
+export async function oldestQueuedRun(tx: DbOrTx, scheduleId: number): Promise<{ id: number; trigger: ScheduleRunTrigger; scheduledFor: Date } | null> {
+  const row = await tx.scheduleRun.findFirst({
+    where: { scheduleId: BigInt(scheduleId), status: 'Queued' },
+    orderBy: { id: 'asc' },
+    select: { id: true, trigger: true, scheduledFor: true },
+  });
+  return row ? { id: Number(row.id), trigger: row.trigger as ScheduleRunTrigger, scheduledFor: row.scheduledFor } : null;
 }
 
 /** Active schedules holding Queued runs and no unfinished pipeline (ready for promotion), oldest queued first. */

@@ -1,8 +1,6 @@
-import { isTerminalPipeline } from '@po/domain';
 import type { DbOrTx } from '../db-types.js';
 import { Prisma, type Schedule, type ScheduleKind, type ScheduleStatus } from '../generated/prisma/client.js';
-import { cancelUnfinishedStages } from './stages.js';
-import { lockPipeline, markPipelineCancelled } from './pipelines.js';
+import { queuedRunCounts } from './schedule-runs.js';
 
 /**
  * Persistence of schedules (addendum §14; their runs are in schedule-runs.ts). Lock order: schedule
@@ -148,17 +146,6 @@ export async function lockDueSchedules(
   return rows.map(planFromRaw);
 }
 
-/** Writes the advanced plans of many schedules in one statement. */
-export async function advanceSchedules(tx: DbOrTx, plans: readonly ({ scheduleId: number } & SchedulePlanWrite)[]): Promise<void> {
-  if (plans.length === 0) return;
-  await tx.$executeRaw`
-    UPDATE schedules AS s SET plan_anchor = v.anchor, next_tick_at = v.tick, next_run_at = v.run, handled_through = v.handled
-    FROM unnest(${plans.map((p) => BigInt(p.scheduleId))}::bigint[], ${plans.map((p) => p.planAnchor)}::timestamptz[],
-                ${plans.map((p) => p.nextTickAt)}::timestamptz[], ${plans.map((p) => p.nextRunAt)}::timestamptz[],
-                ${plans.map((p) => p.handledThrough)}::timestamptz[]) AS v(id, anchor, tick, run, handled)
-    WHERE s.id = v.id`;
-}
-
 /** The earliest fire time over Active schedules: what the scheduler's timer waits for. */
 export async function earliestNextRunAt(db: DbOrTx): Promise<Date | null> {
   const row = await db.schedule.findFirst({
@@ -224,30 +211,11 @@ export async function unfinishedPipelines(tx: DbOrTx, scheduleIds: readonly numb
 }
 
 /**
- * Cancels a pipeline inside the caller's transaction exactly as POST cancel does: the pipeline
- * row is locked, its unfinished stages and open executions end, and it becomes Cancelled.
- * Returns false when it was already terminal (nothing changed).
+ * What a schedule's next tick overlaps with (§14.5), for firing it one schedule at a time: its
+ * unfinished pipelines (ids, oldest first: Replace cancels them) and, under Queue, its Queued runs.
  */
-export async function cancelPipelineInTransaction(tx: DbOrTx, pipelineId: number, now: Date): Promise<boolean> {
-  const pipeline = await lockPipeline(tx, pipelineId);
-  if (!pipeline || isTerminalPipeline(pipeline.status)) return false;
-  await cancelUnfinishedStages(tx, pipelineId, now);
-  await markPipelineCancelled(tx, pipelineId, now);
-  return true;
-}
-
-/**
- * Runs `fn` under a savepoint of the caller's transaction: when it throws, only its own writes are
- * rolled back and the error is returned, so the transaction can still record the failure.
- */
-export async function inSavepoint<T>(tx: DbOrTx, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
-  await tx.$executeRawUnsafe('SAVEPOINT po_attempt');
-  try {
-    const value = await fn();
-    await tx.$executeRawUnsafe('RELEASE SAVEPOINT po_attempt');
-    return { ok: true, value };
-  } catch (error) {
-    await tx.$executeRawUnsafe('ROLLBACK TO SAVEPOINT po_attempt');
-    return { ok: false, error };
-  }
+export async function scheduleOverlap(tx: DbOrTx, scheduleId: number, policy: string): Promise<{ open: number[]; queued: number }> {
+  const open = (await unfinishedPipelines(tx, [scheduleId])).get(scheduleId) ?? [];
+  const queued = policy === 'Queue' ? ((await queuedRunCounts(tx, [scheduleId])).get(scheduleId) ?? 0) : 0;
+  return { open, queued };
 }

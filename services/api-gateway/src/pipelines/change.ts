@@ -10,14 +10,13 @@ import {
 } from '@po/domain';
 import {
   appendPipelineStages,
-  cancelUnfinishedStages,
   lockPipeline,
   lockPipelineRow,
-  markPipelineCancelled,
   readPipeline,
   stageNamesInOrder,
   type DbOrTx,
 } from '@po/db';
+import { cancelLockedPipeline } from '@po/engine';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, stageDto, type PipelineResponse } from './view.js';
 
@@ -42,8 +41,7 @@ export async function cancelPipeline(deps: Deps, applicationId: number, pipeline
         const pipeline = await lockOwnPipeline(tx, applicationId, pipelineId);
         if (isTerminalPipeline(pipeline.status)) throw new PipelineTerminal(pipelineId, pipeline.status);
         const now = deps.clock();
-        await cancelUnfinishedStages(tx, pipelineId, now);
-        await markPipelineCancelled(tx, pipelineId, now);
+        await cancelLockedPipeline(tx, pipelineId, now);
       },
       { timeout: timeoutMs, maxWait: timeoutMs },
     );

@@ -1,6 +1,6 @@
-import type { ScheduleRun, ScheduleTriggerRequest } from '@po/contracts';
-import { inSavepoint, insertPipeline, insertRun, lockScheduleByName, readRunWithPipeline } from '@po/db';
-import { NotFound, inputString, planPipeline, type PipelineDefinitionInput } from '@po/domain';
+import type { OverlapPolicy, ScheduleRun, ScheduleTriggerRequest } from '@po/contracts';
+import { fireScheduleTicks, lockScheduleByName, planDefinition, queryableOf, readRunWithPipeline } from '@po/db';
+import { NotFound, inputString, type PipelineDefinitionInput } from '@po/domain';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, type PipelineResponse } from '../pipelines/view.js';
 import { ScheduleArchived } from './plan.js';
@@ -19,9 +19,9 @@ export function definitionWithInput(definition: PipelineDefinitionInput, input: 
 
 /**
  * POST /schedules/{name}/trigger (addendum §14.7): not Archived (Paused included) → the pipeline
- * is created from the current definition through the creation path of the API and a Manual run
- * records it. Overlap and catch-up do not apply; nextRunAt and the plan are untouched. When
- * creation fails the run is recorded as Failed and the request fails (500).
+ * is created from the current definition as every fired tick is (fireScheduleTicks: a Manual tick)
+ * and a Manual run records it. Overlap and catch-up do not apply; nextRunAt and the plan are
+ * untouched. When creation fails the run is recorded as Failed and the request fails (500).
  */
 export async function triggerSchedule(
   deps: Deps,
@@ -35,31 +35,28 @@ export async function triggerSchedule(
     if (!schedule) throw new NotFound(`Schedule "${name}" not found.`);
     if (schedule.status === 'Archived') throw new ScheduleArchived(schedule.name);
     const definition = definitionWithInput(schedule.definition as unknown as PipelineDefinitionInput, body.input);
-    const planned = planPipeline(definition, { applicationId, scheduleId: schedule.id });
-    const created = planned.ok
-      ? await inSavepoint(tx, () => insertPipeline(tx, planned.pipeline, now))
-      : { ok: false as const, error: new Error(planned.errors.map((e) => `${e.field} ${e.message}`).join('; ')) };
-    const run = {
-      scheduleId: schedule.id,
-      applicationId,
-      trigger: 'Manual' as const,
-      scheduledFor: now,
-      tick: null,
-      createdAt: now,
-      ...(created.ok
-        ? { status: 'Created' as const, pipelineId: created.value, reason: null }
-        : { status: 'Failed' as const, pipelineId: null, reason: `creation_failed: ${errorText(created.error)}` }),
-    };
-    const runId = await insertRun(tx, run);
-    if (runId === null) throw new Error('the manual run was not recorded');
-    return { runId, pipelineId: run.pipelineId, error: created.ok ? null : created.error };
+    const { fired } = await fireScheduleTicks(
+      queryableOf(tx),
+      [
+        {
+          schedule,
+          rules: { policy: schedule.overlapPolicy as OverlapPolicy, catchupMax: schedule.catchupMax },
+          open: 0,
+          queued: 0,
+          ticks: [{ trigger: 'Manual', tick: now }],
+          definition: () => planDefinition(schedule, definition),
+        },
+      ],
+      { now, clock: () => now, isolate: true },
+    );
+    const tick = fired[0]?.ticks[0];
+    if (!tick || tick.runId === null) throw new Error('the manual run was not recorded');
+    return { runId: tick.runId, pipelineId: tick.pipeline?.id ?? null, reason: tick.reason };
   });
-  if (outcome.pipelineId === null) throw new Error(`manual run ${outcome.runId} of schedule "${name}" failed`, { cause: outcome.error });
+  if (outcome.pipelineId === null) throw new Error(`manual run ${outcome.runId} of schedule "${name}" failed: ${outcome.reason}`);
   await announce(deps, { type: 'pipeline.created', applicationId, pipelineId: outcome.pipelineId });
   // One statement: the run's pipelineStatus and the pipeline are the same moment.
   const read = await readRunWithPipeline(deps.sql, outcome.runId);
   if (!read?.pipeline) throw new Error(`manual run ${outcome.runId} vanished after creation`);
   return { run: runResponse(read.run), pipeline: pipelineResponse(read.pipeline) };
 }
-
-const errorText = (err: unknown): string => (err instanceof Error ? (err.message.split('\n')[0] ?? 'error') : 'unknown error');

@@ -6,7 +6,8 @@ import {
   redactSecrets,
   rejectionLogMessage,
 } from '@po/domain';
-import { lockPipeline, lockStage, pipelineOfStage, recordApprovalDecision, refreshPipelineStatus, sensitiveValues } from '@po/db';
+import { lockPipeline, sensitiveValues } from '@po/db';
+import { lockStage, pipelineOfStage, recordApprovalDecision, refreshPipelineStatus } from '@po/engine';
 import { announce, type Deps } from '../deps.js';
 
 /** POST /stages/{id}/resume: records the approval decision of a WaitingForApproval stage. */

@@ -1,6 +1,6 @@
-import type { Db } from '@po/db';
+import type { Db, SchedulePlanRecord } from '@po/db';
 import type { PipelineEvent, PipelineEventsProducer } from '@po/queues';
-import type { Logger } from '@po/telemetry';
+import { ATTR_SCHEDULE_NAME, startPipelineSpan, traceparentOf, tracingEnabled, type Logger } from '@po/telemetry';
 import type { PlanCache } from './plan-cache.js';
 
 /** What the scheduler's operations need; wired by hand in main.ts, replaced piecewise in tests. */
@@ -17,6 +17,18 @@ export interface SchedulerDeps {
 }
 
 export type Announcement = Omit<PipelineEvent, 'at'>;
+
+/**
+ * The pipeline.created announcement of a scheduled pipeline. With tracing on, the pipeline's trace
+ * opens with a `schedule.fire` span (its stages' spans are its children), linked from the event.
+ */
+export function createdAnnouncement(schedule: Pick<SchedulePlanRecord, 'applicationId' | 'name'>, pipelineId: number, traceId: string, at: Date): Announcement {
+  const span = tracingEnabled()
+    ? startPipelineSpan('schedule.fire', { traceId, applicationId: schedule.applicationId, id: pipelineId }, at.getTime(), { [ATTR_SCHEDULE_NAME]: schedule.name })
+    : undefined;
+  span?.end();
+  return { type: 'pipeline.created', applicationId: schedule.applicationId, pipelineId, traceparent: span && traceparentOf(span) };
+}
 
 /**
  * Publishes committed changes to the dispatcher, in one round trip to Redis. The pipelines are

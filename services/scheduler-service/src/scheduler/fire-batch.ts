@@ -1,30 +1,25 @@
 import {
+  fireScheduleTicks,
   lockDueScheduleBatch,
   overlapStates,
   prepareFireStatements,
   scheduleDefinitionText,
   sqlOf,
-  writeFiredBatch,
   type DueScheduleRow,
-  type FiredRun,
+  type FireOutcome,
   type OverlapState,
   type Queryable,
-  type ScheduledPipeline,
+  type ScheduleFire,
   type SchedulePlanRecord,
-  type SchedulePlanWrite,
-  type ScheduleRunStatus,
 } from '@po/db';
-import { decideOverlap, newSpanId, newTraceId, type OverlapPolicy } from '@po/domain';
-import { createdAnnouncement, type TickOutcome } from './create-run.js';
-import { announceAll, type Announcement, type PendingAnnouncements, type SchedulerDeps } from './deps.js';
+import type { OverlapPolicy } from '@po/domain';
+import { announceAll, type PendingAnnouncements, type SchedulerDeps } from './deps.js';
 import { dueTicks, replanFrom } from './due-ticks.js';
-import { FireFailed, recordCommitted, type FireResult } from './fire.js';
+import { FireFailed, firedAnnouncements, recordCommitted, resultsOf, type FireResult } from './fire.js';
 import { planCacheOf, planDefinition, planKey, type PlanCache, type PlannedDefinition } from './plan-cache.js';
 
 /** Definitions up to this length come with the lock: a batch holds at most limit × this of them. */
 export const INLINE_DEFINITION_BYTES = 16 * 1024;
-/** Template text one write statement carries at most; a larger template is written alone. */
-export const WRITE_BUDGET_BYTES = 8 * 1024 * 1024;
 
 export interface BatchOptions {
   /** Schedules per transaction (SCHEDULER_BATCH_SIZE). */
@@ -58,93 +53,6 @@ export interface BatchOutcome {
   left: number[];
 }
 
-interface TickDecision {
-  tick: Date;
-  trigger: 'Scheduled' | 'Catchup';
-  status: ScheduleRunStatus;
-  reason: string | null;
-  create: boolean;
-}
-
-interface Created {
-  schedule: Pick<SchedulePlanRecord, 'applicationId' | 'name'>;
-  traceId: string;
-  position: number;
-}
-
-/**
- * Collects a batch's pipelines, runs and plans and writes them with writeFiredBatch: normally all
- * in one statement; when the templates held exceed WRITE_BUDGET_BYTES, in several, so a batch of
- * huge definitions never holds more than the budget plus one definition.
- */
-class BatchWriter {
-  private templates: string[] = [];
-  /** Index in `templates` of each planned definition of this write: schedules with the same definition share one. */
-  private templateOf = new Map<PlannedDefinition, number>();
-  private bytes = 0;
-  private pipelines: ScheduledPipeline[] = [];
-  private runs: FiredRun[] = [];
-  private plans: ({ scheduleId: number } & SchedulePlanWrite)[] = [];
-  private pending: Created[] = [];
-  /** Created pipelines: id, trace id and creation time, in creation order. */
-  readonly created: { schedule: Created['schedule']; pipelineId: number; traceId: string; at: Date }[] = [];
-
-  constructor(
-    private readonly tx: Queryable,
-    /** The creation time of what flush writes: now, or the fire instant of a batch prepared ahead. */
-    private readonly clock: () => Date,
-  ) {}
-
-  async add(schedule: SchedulePlanRecord, planned: PlannedDefinition | undefined, decisions: readonly TickDecision[], runAt: Date, plan: SchedulePlanWrite): Promise<void> {
-    let template = -1;
-    if (planned?.ok && decisions.some((d) => d.create)) {
-      let index = this.templateOf.get(planned);
-      if (index === undefined) {
-        if (this.bytes > 0 && this.bytes + planned.template.length > WRITE_BUDGET_BYTES) await this.flush();
-        index = this.templates.push(planned.template) - 1;
-        this.templateOf.set(planned, index);
-        this.bytes += planned.template.length;
-      }
-      template = index;
-    }
-    for (const d of decisions) {
-      let pipeline: number | null = null;
-      if (d.create && planned?.ok) {
-        const traceId = planned.traceId ?? newTraceId();
-        const spanIds = Array.from({ length: planned.stageCount }, newSpanId).join('');
-        pipeline = this.pipelines.push({ applicationId: schedule.applicationId, scheduleId: schedule.id, traceId, template, spanIds }) - 1;
-        this.pending.push({ schedule, traceId, position: pipeline });
-      }
-      this.runs.push({
-        scheduleId: schedule.id,
-        applicationId: schedule.applicationId,
-        trigger: d.trigger,
-        status: d.status,
-        scheduledFor: d.tick,
-        tick: d.tick,
-        pipeline,
-        reason: d.reason,
-        createdAt: runAt,
-      });
-    }
-    this.plans.push({ scheduleId: schedule.id, ...plan });
-  }
-
-  async flush(): Promise<void> {
-    if (this.runs.length === 0 && this.plans.length === 0) return;
-    const now = this.clock();
-    const ids = await writeFiredBatch(this.tx, { now, templates: this.templates, pipelines: this.pipelines, runs: this.runs, plans: this.plans });
-    for (const c of this.pending) this.created.push({ schedule: c.schedule, pipelineId: ids[c.position]!, traceId: c.traceId, at: now });
-    this.templates = [];
-    this.templateOf.clear();
-    this.bytes = 0;
-    this.pipelines = [];
-    this.runs = [];
-    this.plans = [];
-    this.pending = [];
-  }
-}
-
 /**
  * The planned definition of a locked schedule: from the plan cache, else planned from its
  * definition (inline, or read now). `sameText` holds this batch's plans of inline definitions by
@@ -167,45 +75,14 @@ async function plannedFor(tx: Queryable, row: DueScheduleRow, cache: PlanCache, 
 }
 
 /**
- * The overlap decisions of one schedule's due ticks (addendum §14.5), in order, each tick seeing
- * the pipelines the earlier ones create. `failure` is the reason creation fails (its definition
- * breaks the creation rules), or null when it succeeds. Null when the schedule must go the guarded
- * way: Replace with something to cancel.
- */
-function decide(schedule: SchedulePlanRecord, ticks: readonly { tick: Date; trigger: TickDecision['trigger'] }[], state: OverlapState, failure: string | null): TickDecision[] | null {
-  let open = state.open;
-  let queued = state.queued;
-  const decisions: TickDecision[] = [];
-  for (const { tick, trigger } of ticks) {
-    const decision = decideOverlap(schedule.overlapPolicy as OverlapPolicy, open > 0, queued, schedule.catchupMax);
-    switch (decision.action) {
-      case 'replace':
-        return null;
-      case 'skip':
-        decisions.push({ tick, trigger, status: 'Skipped', reason: decision.reason, create: false });
-        break;
-      case 'queue':
-        queued += 1;
-        decisions.push({ tick, trigger, status: 'Queued', reason: decision.reason, create: false });
-        break;
-      case 'create':
-        if (failure === null) open += 1;
-        decisions.push(failure === null ? { tick, trigger, status: 'Created', reason: null, create: true } : { tick, trigger, status: 'Failed', reason: failure, create: false });
-        break;
-    }
-  }
-  return decisions;
-}
-
-/**
  * Fires a batch of due schedules set-based, in one plain-pg transaction (decision 0086): lock up to
  * `limit` due schedules with SKIP LOCKED (small definitions come along), read their overlap state
- * in one statement, decide every tick in memory (planned definitions from the plan cache), write
- * pipelines, stages, context items, keywords, runs and plans in one statement, commit; then one
- * addBulk for the events, and the metrics. The unique (schedule_id, tick) of runs still guards a
- * tick against firing twice: a conflict fails the statement and the batch rolls back, and so does
- * any other failure (FireFailed names the locked schedules; the pass retries them one by one in
- * guarded mode). Null when nothing is due. With `ahead`, the batch takes the schedules due at a
+ * in one statement, fire every tick through fireScheduleTicks (decided in memory, planned
+ * definitions from the plan cache): pipelines, stages, context items, keywords, runs and plans in
+ * one statement; commit; then one addBulk for the events, and the metrics. The unique
+ * (schedule_id, tick) of runs still guards a tick against firing twice: a conflict fails the
+ * statement and the batch rolls back, and so does any other failure (FireFailed names the locked
+ * schedules; the pass retries them one by one in guarded mode). Null when nothing is due. With `ahead`, the batch takes the schedules due at a
  * coming fire instant exactly, decides as of it, leaves what aheadSafe refuses (returned in
  * `left`), and commits at that instant.
  */
@@ -214,8 +91,7 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
   const now = ahead?.at ?? deps.clock();
   const cache = deps.plans ?? planCacheOf(deps.db);
   const locked: number[] = [];
-  const scheduledTicks: Date[] = [];
-  let outcome: (BatchOutcome & { created: BatchWriter['created'] }) | null;
+  let outcome: (BatchOutcome & { fired: FireOutcome['fired'] }) | null;
   try {
     outcome = await sqlOf(deps.db).transaction(
       async (tx) => {
@@ -229,10 +105,9 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
         locked.push(...rows.map((r) => r.schedule.id));
         const overlapping = rows.filter((r) => r.schedule.overlapPolicy !== 'Allow').map((r) => r.schedule);
         const states = overlapping.length > 0 ? await overlapStates(tx, overlapping) : new Map<number, OverlapState>();
-        // Stamped with the instant, or with now when the write comes after it (a burst larger than the lead time allowed).
-        const writer = new BatchWriter(tx, ahead ? () => new Date(Math.max(ahead.at.getTime(), deps.clock().getTime())) : deps.clock);
         const sameText = new Map<string, PlannedDefinition>();
-        const results: FireResult[] = [];
+        const fires: ScheduleFire[] = [];
+        const missed = new Map<number, number>();
         const deferred: number[] = [];
         const left: number[] = [];
         for (const row of rows) {
@@ -243,37 +118,37 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
             left.push(schedule.id);
             continue;
           }
-          if (due === null) {
-            // Due without a next tick (a stale plan): nothing to fire, plan again from now.
-            await writer.add(schedule, undefined, [], now, replanFrom(schedule, now));
-            results.push({ scheduleId: schedule.id, outcomes: [], missed: 0 });
-            continue;
-          }
-          const ticks = [...due.catchup.map((tick) => ({ tick, trigger: 'Catchup' as const })), ...due.scheduled.map((tick) => ({ tick, trigger: 'Scheduled' as const }))];
+          const ticks = due
+            ? [...due.catchup.map((tick) => ({ tick, trigger: 'Catchup' as const })), ...due.scheduled.map((tick) => ({ tick, trigger: 'Scheduled' as const }))]
+            : [];
           if (schedule.overlapPolicy === 'Queue' && state.queued > 0 && state.open === 0 && ticks.length > 0) {
             deferred.push(schedule.id);
             continue;
           }
-          let decisions = decide(schedule, ticks, state, null);
-          if (decisions === null) {
-            deferred.push(schedule.id);
-            continue;
-          }
-          // Planned only when a tick creates: a schedule whose ticks all skip or queue reads no definition.
-          const planned = decisions.some((d) => d.create) ? await plannedFor(tx, row, cache, sameText) : undefined;
-          // No pipeline, no overlap: the later ticks then decide (and fail) alike.
-          if (planned && !planned.ok) decisions = decide(schedule, ticks, state, planned.reason)!;
-          await writer.add(schedule, planned, decisions, now, { planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt, handledThrough: due.handledThrough });
-          scheduledTicks.push(...due.scheduled);
-          results.push({ scheduleId: schedule.id, outcomes: decisions.map(outcomeOf), missed: due.missed });
+          missed.set(schedule.id, due?.missed ?? 0);
+          fires.push({
+            schedule,
+            rules: { policy: schedule.overlapPolicy as OverlapPolicy, catchupMax: schedule.catchupMax },
+            open: state.open,
+            queued: state.queued,
+            ticks,
+            definition: () => plannedFor(tx, row, cache, sameText),
+            // Due without a next tick (a stale plan): nothing to fire, plan again from now.
+            plan: due ? { planAnchor: due.anchor, nextTickAt: due.nextTickAt, nextRunAt: due.nextRunAt, handledThrough: due.handledThrough } : replanFrom(schedule, now),
+          });
         }
-        await writer.flush();
+        // Stamped with the instant, or with now when the write comes after it (a burst larger than the lead time allowed).
+        const clock = ahead ? () => new Date(Math.max(ahead.at.getTime(), deps.clock().getTime())) : deps.clock;
+        // No cancel: Replace with something to cancel is deferred to the guarded path.
+        const fired = await fireScheduleTicks(tx, fires, { now, clock });
+        deferred.push(...fired.deferred.map((f) => f.schedule.id));
+        const results = resultsOf(fired.fired, missed);
         if (ahead && results.length > 0) {
           // Written; the commit, and with it every pipeline of the batch, becomes visible at the instant.
           ahead.written({ left, deferred });
           await untilInstant(deps.clock, ahead.at);
         }
-        return { results, deferred, left, created: writer.created };
+        return { results, deferred, left, fired: fired.fired };
       },
       { keyLookups: true },
     );
@@ -282,13 +157,13 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
   }
   if (outcome === null) return null;
   const committedAt = deps.clock().getTime();
-  const announcements: Announcement[] = outcome.created.map((c) => createdAnnouncement(c.schedule, c.pipelineId, c.traceId, c.at));
+  const announcements = firedAnnouncements(outcome.fired);
   if (options.announcements) options.announcements.add(announcements);
   else await announceAll(deps, announcements);
   recordCommitted(
     deps,
     outcome.results,
-    scheduledTicks.map((tick) => committedAt - tick.getTime()),
+    outcome.fired.flatMap((f) => f.ticks.filter((t) => t.trigger === 'Scheduled').map((t) => committedAt - t.tick.getTime())),
   );
   return { results: outcome.results, deferred: outcome.deferred, left: outcome.left };
 }
@@ -311,8 +186,6 @@ export async function untilInstant(clock: () => Date, at: Date): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, left));
   }
 }
-
-const outcomeOf = (d: TickDecision): TickOutcome => ({ Created: 'created', Failed: 'failed', Skipped: 'skipped', Queued: 'queued' })[d.status] as TickOutcome;
 
 /**
  * Prepares the fire statements on a new connection before the pool hands it out (createDb's

@@ -1,5 +1,5 @@
 import { scheduleRuns, scheduleTickLag } from '@po/telemetry';
-import type { TickOutcome } from './create-run.js';
+import type { TickOutcome } from '@po/db';
 
 /**
  * Metrics of committed fire transactions (counted after commit, so a batch rolled back and retried

@@ -1,7 +1,8 @@
 // Overlap policies at fire time (addendum §14.5, §5.6), driven by the scheduler's pass with a
 // fake clock. Pipeline statuses are set through the database or the cancel path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelPipelineInTransaction, loadPipeline } from '@po/db';
+import { loadPipeline } from '@po/db';
+import { cancelPipeline as cancelPipelineInTransaction } from '@po/engine';
 import { startScheduler, type SchedulerHarness } from '../testing/harness.js';
 
 let h: SchedulerHarness;

@@ -1,7 +1,6 @@
-import type { TickOutcome } from './create-run.js';
 import { PendingAnnouncements, type SchedulerDeps } from './deps.js';
 import { fireDueBatch } from './fire-batch.js';
-import { FireFailed, fireScheduleGuarded, promoteQueuedRuns, type FireResult } from './fire.js';
+import { FireFailed, fireScheduleGuarded, promoteQueuedRuns, type FireResult, type TickOutcome } from './fire.js';
 
 export interface PassSummary {
   /** Schedules handled. */

@@ -1,22 +1,7 @@
-import { pipelineTemplate, type Db, type SchedulePlanRecord } from '@po/db';
-import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
+import type { Db, PlannedDefinition, SchedulePlanRecord } from '@po/db';
 
-/**
- * A schedule's definition, planned once (planPipeline: validation and normalisation) and kept as
- * the template the fire statement reads. Every pipeline created from it still gets its own trace
- * id (unless the definition fixes one) and its own stage span ids.
- */
-export type PlannedDefinition =
-  | { ok: true; template: string; stageCount: number; traceId: string | null }
-  | { ok: false; reason: string };
-
-/** Plans a definition as pipeline creation does; a definition that breaks the creation rules gives its reason. */
-export function planDefinition(schedule: Pick<SchedulePlanRecord, 'id' | 'applicationId'>, definition: unknown): PlannedDefinition {
-  const input = definition as PipelineDefinitionInput;
-  const planned = planPipeline(input, { applicationId: schedule.applicationId, scheduleId: schedule.id });
-  if (!planned.ok) return { ok: false, reason: `creation_failed: ${planned.errors.map((e) => `${e.field} ${e.message}`).join('; ')}` };
-  return { ok: true, template: pipelineTemplate(planned.pipeline), stageCount: planned.pipeline.stages.length, traceId: input.traceId ?? null };
-}
+// Planned definitions are made where schedules fire (@po/db fireScheduleTicks); kept here per schedule.
+export { planDefinition, type PlannedDefinition } from '@po/db';
 
 /**
  * The stored definition a plan was made from: a new version (behaviour-changing PUT), a

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LEASE_SECONDS, NotFound, Unauthorized, decideAcquire, decideRenew, isIssuedExecutionId, type LeaseDecision, type LeaseView } from '@po/domain';
-import { acquireLease, awaitStageRow, extendLease, grantLease, lockExecutionState, sqlOf, tryAcquireLease, tryRenewLease, type ExecutionState, type LeaseGrant, type LeaseRequest, type Sql } from '@po/db';
+import { sqlOf } from '@po/db';
+import { acquireLease, extendLease, grantLease, lockExecutionState, tryRenewLease, type ExecutionState, type LeaseGrant } from '@po/engine';
 import { leaseSlowPaths } from '@po/telemetry';
 import { hashSecret } from '@po/http';
 import type { Deps } from '../deps.js';
@@ -36,25 +36,6 @@ function leaseView(state: ExecutionState): LeaseView {
 }
 
 /**
- * Pauses between looks for a stage row not visible yet (decision 0109): a creation that runs its
- * first pass in its own transaction (decision 0106) publishes the first stages before it commits the
- * rows they live in, and FOR SHARE cannot wait for a row it cannot see. About 250 ms in all, far
- * more than a creation takes between its publish and its commit; an unknown stage pays it before
- * its 404.
- */
-const UNSEEN_STAGE_PAUSES_MS = [5, 10, 20, 40, 75, 100];
-
-/** The compare-and-set once more after the dispatch in flight has committed (decisions 0105, 0109). */
-async function afterDispatchInFlight(sql: Sql, request: LeaseRequest): Promise<LeaseGrant | null> {
-  if (await awaitStageRow(sql, request)) return tryAcquireLease(sql, request);
-  for (const pause of UNSEEN_STAGE_PAUSES_MS) {
-    await sleep(pause);
-    if (await awaitStageRow(sql, request)) return tryAcquireLease(sql, request);
-  }
-  return null;
-}
-
-/**
  * POST /stages/{id}/lease/acquire and /renew (addendum §12): the grant is one compare-and-set
  * statement that also checks the session (decision 0062); only when it matches nothing does the
  * slow path run, in a transaction, to answer 401, 404 or the first refusal row of the tables.
@@ -72,12 +53,9 @@ export async function lease(deps: Deps, operation: Operation, session: PendingSe
   // A workerId longer than the column that stores worker ids is nobody's: PostgreSQL would refuse it
   // as a parameter of the hot statement, so it goes to the slow path, which answers 401.
   const possible = body.workerId.length <= WORKER_ID_MAX_CHARS;
-  let fast = !possible ? null : operation === 'acquire' ? await acquireLease(sql, request) : await tryRenewLease(sql, request);
-  // A dispatch publishes its message before it commits (decision 0061), so a quick worker's acquire
-  // can find the stage not yet Pending. Once the dispatch is out of the way the same statement sees
-  // its commit: two round trips where the slow path's transaction takes six (decision 0105; one
-  // acquire in ten at light load met a dispatch in flight).
-  if (!fast && possible && operation === 'acquire') fast = await afterDispatchInFlight(sql, request);
+  // A message is published only once its dispatch has committed (decision 0121): the stage the
+  // worker names is visible, so one statement decides (the waits of decisions 0105 and 0109 are gone).
+  const fast = !possible ? null : operation === 'acquire' ? await acquireLease(sql, request) : await tryRenewLease(sql, request);
   if (fast) {
     leaseHolders(deps).granted(body.executionId, body.workerId);
     const response = granted(fast);

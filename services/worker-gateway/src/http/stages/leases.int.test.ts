@@ -6,8 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, expectValid } from '@po/testing';
 import { stageLeaseResponseSchema } from '@po/contracts';
-import { acquireLease, insertPipeline, sqlOf, startExecutions, tryAcquireLeases } from '@po/db';
-import { planPipeline } from '@po/domain';
+import { sqlOf } from '@po/db';
+import { acquireLease, startExecutions, tryAcquireLeases } from '@po/engine';
 import { hashSecret } from '@po/http';
 import { metricsRegistry } from '@po/telemetry';
 import {
@@ -498,69 +498,17 @@ describe('concurrent acquisition', () => {
   }, 30_000);
 });
 
-describe('an acquire that meets a dispatch in flight (decision 0105)', () => {
+describe('an acquire decided in one statement (decisions 0062, 0121)', () => {
   const slowPaths = async () => {
     const metric = metricsRegistry.getSingleMetric('po_lease_slow_paths_total');
     const values = metric ? (await metric.get()).values : [];
     return values.find((v) => v.labels.operation === 'acquire')?.value ?? 0;
   };
 
-  it('is granted by the compare-and-set statement once the dispatching transaction commits, without the slow path', async () => {
-    const seeded = await gw.seedDispatched(gw.appA.id, { name: 'lease-race', stages: [{ stageName: 's0', stageHandlerName: 'h' }] }, []);
-    const stageId = seeded.stageIds[0]!;
-    const executionId = randomUUID();
+  it('a published stage is granted by the compare-and-set statement alone: its dispatch committed before the publish', async () => {
+    const seeded = await gw.seedDispatched(gw.appA.id, { name: 'lease-one-statement', stages: [{ stageName: 's0', stageHandlerName: 'h' }] }, [0]);
     const before = await slowPaths();
-    let commit!: () => void;
-    const released = new Promise<void>((resolve) => (commit = resolve));
-    let started!: () => void;
-    const holding = new Promise<void>((resolve) => (started = resolve));
-    // The dispatch as the engine does it: the stage becomes Pending with a new execution, and the
-    // transaction stays open (its message would already be in the queue) while the worker acquires.
-    const dispatching = gw.db.$transaction(
-      async (tx) => {
-        await startExecutions(tx, gw.appA.id, [{ stageId, executionId }], new Date());
-        started();
-        await released;
-      },
-      { timeout: 10_000 },
-    );
-    await holding;
-    const reply = as(w1, 'acquire', stageId, executionId);
-    await sleep(300);
-    commit();
-    await dispatching;
-    expectGrant(await reply, 1);
-    expect(await stageRow(stageId)).toMatchObject({ status: 'Running', attempt: 1, currentExecutionId: executionId });
-    expect(await slowPaths()).toBe(before);
-  });
-
-  it('a stage whose creation has not committed yet is granted once it commits, without the slow path (decision 0109)', async () => {
-    const planned = planPipeline({ name: 'lease-unseen', stages: [{ stageName: 's0', stageHandlerName: 'h' }] }, { applicationId: gw.appA.id });
-    if (!planned.ok) throw new Error('plan');
-    const executionId = randomUUID();
-    const before = await slowPaths();
-    let commit!: () => void;
-    const released = new Promise<void>((resolve) => (commit = resolve));
-    let inserted!: (stageId: number) => void;
-    const stageOf = new Promise<number>((resolve) => (inserted = resolve));
-    // A creation that ran its first pass in its own transaction (decision 0106): the stage and its
-    // execution exist only inside the open transaction while the worker acquires.
-    const creating = gw.db.$transaction(
-      async (tx) => {
-        const pipelineId = await insertPipeline(tx, planned.pipeline, new Date());
-        const [stage] = await tx.stage.findMany({ where: { pipelineId: BigInt(pipelineId) } });
-        await startExecutions(tx, gw.appA.id, [{ stageId: Number(stage!.id), executionId }], new Date());
-        inserted(Number(stage!.id));
-        await released;
-      },
-      { timeout: 10_000 },
-    );
-    const stageId = await stageOf;
-    const reply = as(w1, 'acquire', stageId, executionId);
-    await sleep(60);
-    commit();
-    await creating;
-    expectGrant(await reply, 1);
+    expectGrant(await as(w1, 'acquire', seeded.stageIds[0]!, seeded.executions[0]!.executionId), 1);
     expect(await slowPaths()).toBe(before);
   });
 

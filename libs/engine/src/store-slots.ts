@@ -1,4 +1,4 @@
-import { statement, type Queryable } from '../sql.js';
+import { statement, type Queryable } from '@po/db';
 
 /** APP_MAX_ACTIVE_STAGES (addendum §7) inside an engine batch: free slots and who is owed them. */
 

@@ -1,4 +1,4 @@
-import { statement, type Queryable } from '../sql.js';
+import { statement, type Queryable } from '@po/db';
 
 /** The context of the pipelines of an engine batch: read it, and write what results changed (decision 0061). */
 

@@ -1,6 +1,6 @@
 import type { ExecutionEnd, PipelineStatus, StageOptions, StageStatus } from '@po/domain';
-import { statement, type Queryable } from '../sql.js';
-import type { ExecutionRow } from './executions.js';
+import { statement, type Queryable } from '@po/db';
+import type { ExecutionRow } from './steps/lease.js';
 
 /**
  * Persistence of one engine batch (libs/engine): lock the pipelines, read their stages, write every
@@ -322,49 +322,4 @@ export async function writePass(tx: Queryable, w: PassWrite): Promise<PassWritte
     inputs: new Map(row!.inputs.map(([id, input]) => [Number(id), input])),
     context,
   };
-}
-
-export interface NewStageRow {
-  pipelineId: number;
-  applicationId: number;
-  position: number;
-  name: string;
-  handlerName: string;
-  description: string | null;
-  input: string;
-  options: StageOptions;
-  policies: unknown;
-  isEvent: boolean;
-  spanId: string;
-}
-
-// Inserted in position order, so stage ids increase with position (addendum §6).
-const INSERT_STAGES = statement(
-  'engine_insert_stages',
-  `INSERT INTO stages (pipeline_id, application_id, position, name, handler_name, description, input, options, policies, is_event, span_id, created_at)
-   SELECT d.pipeline_id, d.application_id, d.position, d.name, d.handler_name, d.description, d.input, d.options::jsonb, d.policies::jsonb, d.is_event, d.span_id, $12
-   FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[], $11::text[])
-     AS d(pipeline_id, application_id, position, name, handler_name, description, input, options, policies, is_event, span_id)
-   ORDER BY d.pipeline_id, d.position
-   RETURNING id, pipeline_id, position`,
-  { plan: 'custom' },
-);
-
-/** Inserts stages (worker appends); returns their ids by (pipelineId, position). */
-export async function insertPassStages(tx: Queryable, stages: readonly NewStageRow[], now: Date): Promise<Map<string, number>> {
-  const rows = await tx.query<{ id: string; pipeline_id: string; position: number }>(INSERT_STAGES, [
-    stages.map((s) => s.pipelineId),
-    stages.map((s) => s.applicationId),
-    stages.map((s) => s.position),
-    stages.map((s) => s.name),
-    stages.map((s) => s.handlerName),
-    stages.map((s) => s.description),
-    stages.map((s) => s.input),
-    stages.map((s) => JSON.stringify(s.options)),
-    stages.map((s) => (s.policies === null || s.policies === undefined ? null : JSON.stringify(s.policies))),
-    stages.map((s) => s.isEvent),
-    stages.map((s) => s.spanId),
-    now,
-  ]);
-  return new Map(rows.map((r) => [`${r.pipeline_id}:${r.position}`, Number(r.id)]));
 }
