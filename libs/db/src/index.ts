@@ -13,10 +13,8 @@ export * from './generated/prisma/client.js';
 
 export type { Db, DbOrTx } from './db-types.js';
 export * from './repositories/index.js';
-export * from './repositories/schedule-fire.js';
-export * from './repositories/schedule-fire-ticks.js';
 export { Batcher } from './batcher.js';
-export { createSql, declaredStatements, isTransientDbError, queryableOf, statement, type Queryable, type Sql, type Statement } from './sql.js';
+export { createSql, declaredStatements, isTransientDbError, jsonParam, queryableOf, statement, type Queryable, type Sql, type Statement } from './sql.js';
 export { API_KEY_CACHE, API_KEY_CHANNEL, createApiKeyCache, type ApiKeyCache, type ApiKeyCacheOptions } from './api-key-cache.js';
 export { createNotifiedCache, type NotifiedCache, type NotifiedCacheOptions } from './notified-cache.js';
 export type { Notifications } from './notifications.js';

@@ -9,3 +9,6 @@ export * from './steps/renew.js';
 export * from './steps/cancel.js';
 export * from './steps/resume.js';
 export * from './steps/dispatch.js';
+export * from './steps/create.js';
+export * from './steps/fire.js';
+export * from './steps/fire-ticks.js';

@@ -3,7 +3,7 @@
 // whatever else it carries, and then applies the holder's.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPipeline } from '@po/db';
+import { insertPipeline } from './steps/create.js';
 import { planPipeline } from '@po/domain';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher, type StageResultMessage } from '@po/queues';
 import { createLogger } from '@po/telemetry';

@@ -1,7 +1,6 @@
 export * from './api-keys.js';
 export * from './pipelines.js';
 export * from './pipeline-view.js';
-export * from './pipeline-create.js';
 export * from './pipeline-read.js';
 export * from './pipeline-read-logs.js';
 export * from './stages.js';

@@ -8,14 +8,8 @@ import {
   stageFromInfo,
   type StageInfoInput,
 } from '@po/domain';
-import {
-  appendPipelineStages,
-  lockPipeline,
-  lockPipelineRow,
-  readPipeline,
-  stageNamesInOrder,
-  type DbOrTx,
-} from '@po/db';
+import { lockPipeline, readPipeline, type DbOrTx } from '@po/db';
+import { appendPipelineStages, lockPipelineRow, stageNamesInOrder } from '@po/engine';
 import { cancelLockedPipeline } from '@po/engine';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, stageDto, type PipelineResponse } from './view.js';

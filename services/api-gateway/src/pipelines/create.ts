@@ -6,7 +6,8 @@ import {
   type NewPipeline,
   type PipelineDefinitionInput,
 } from '@po/domain';
-import { createPipeline, readPipelineByKey } from '@po/db';
+import { readPipelineByKey } from '@po/db';
+import { createPipeline } from '@po/engine';
 import { rememberSensitive, startPipelineSpan, traceparentOf, type Span } from '@po/telemetry';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, type PipelineResponse } from './view.js';

@@ -1,5 +1,6 @@
 import { NotFound, PipelineNotTerminal, isTerminalPipeline, newTraceId, normaliseOptions, type NewPipeline, type StageOptions } from '@po/domain';
-import { createPipeline, lockPipelineForRerun, readRerunSource, type RerunSource } from '@po/db';
+import { lockPipelineForRerun, readRerunSource, type RerunSource } from '@po/db';
+import { createPipeline } from '@po/engine';
 import type { Deps } from '../deps.js';
 import { dispatchCreated } from './create.js';
 import { pipelineResponse, type PipelineResponse } from './view.js';

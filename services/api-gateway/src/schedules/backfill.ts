@@ -1,13 +1,6 @@
 import { toUtcMillis, type OverlapPolicy, type ScheduleBackfillRequest, type ScheduleBackfillResponse } from '@po/contracts';
-import {
-  backfillRunsAt,
-  fireScheduleTicks,
-  lockScheduleByName,
-  planDefinition,
-  queryableOf,
-  scheduleOverlap,
-  type ScheduleRecord,
-} from '@po/db';
+import { backfillRunsAt, lockScheduleByName, queryableOf, scheduleOverlap, type ScheduleRecord } from '@po/db';
+import { fireScheduleTicks, planDefinition } from '@po/engine';
 import { cancelPipeline as cancelPipelineInTransaction } from '@po/engine';
 import { BACKFILL_MAX_TICKS, NotFound, ValidationFailed, backfillTicks, type PipelineDefinitionInput } from '@po/domain';
 import type { PipelineEvent } from '@po/queues';

@@ -1,5 +1,6 @@
 import type { OverlapPolicy, ScheduleRun, ScheduleTriggerRequest } from '@po/contracts';
-import { fireScheduleTicks, lockScheduleByName, planDefinition, queryableOf, readRunWithPipeline } from '@po/db';
+import { lockScheduleByName, queryableOf, readRunWithPipeline } from '@po/db';
+import { fireScheduleTicks, planDefinition } from '@po/engine';
 import { NotFound, inputString, type PipelineDefinitionInput } from '@po/domain';
 import { announce, type Deps } from '../deps.js';
 import { pipelineResponse, type PipelineResponse } from '../pipelines/view.js';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPipeline } from '@po/db';
+import { insertPipeline } from '@po/engine';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { Engine, type EngineDeps } from '@po/engine';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher } from '@po/queues';

@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPipeline, deleteExpiredPipelines, readPipeline, sqlOf } from '@po/db';
+import { deleteExpiredPipelines, readPipeline, sqlOf } from '@po/db';
+import { createPipeline } from '@po/engine';
 import { planPipeline } from '@po/domain';
 import { Engine } from '@po/engine';
 import {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPipeline } from '@po/db';
+import { insertPipeline } from '@po/engine';
 import { grantLease, lockExecutionState, startExecutions } from '@po/engine';
 import { planPipeline } from '@po/domain';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher } from '@po/queues';

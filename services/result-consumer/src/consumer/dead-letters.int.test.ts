@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, insertPipeline } from '@po/db';
+import { createDb } from '@po/db';
+import { insertPipeline } from '@po/engine';
 import { grantLease, lockExecutionState, startExecutions } from '@po/engine';
 import { planPipeline } from '@po/domain';
 import {

@@ -1,17 +1,5 @@
-import {
-  fireScheduleTicks,
-  lockDueScheduleBatch,
-  overlapStates,
-  prepareFireStatements,
-  scheduleDefinitionText,
-  sqlOf,
-  type DueScheduleRow,
-  type FireOutcome,
-  type OverlapState,
-  type Queryable,
-  type ScheduleFire,
-  type SchedulePlanRecord,
-} from '@po/db';
+import { sqlOf, type Queryable, type SchedulePlanRecord } from '@po/db';
+import { fireScheduleTicks, lockDueScheduleBatch, overlapStates, prepareFireStatements, scheduleDefinitionText, type DueScheduleRow, type FireOutcome, type OverlapState, type ScheduleFire } from '@po/engine';
 import type { OverlapPolicy } from '@po/domain';
 import { announceAll, type PendingAnnouncements, type SchedulerDeps } from './deps.js';
 import { dueTicks, replanFrom } from './due-ticks.js';

@@ -1,27 +1,12 @@
-import {
-  fireScheduleTicks,
-  lockDueSchedules,
-  lockSchedule,
-  oldestQueuedRun,
-  queryableOf,
-  scheduleDefinition,
-  scheduleOverlap,
-  schedulesWithQueuedRuns,
-  unfinishedPipelines,
-  type DbOrTx,
-  type FireOutcome,
-  type ScheduleFire,
-  type SchedulePlanRecord,
-  type TickOutcome,
-} from '@po/db';
-import { cancelPipeline as cancelPipelineInTransaction } from '@po/engine';
+import { lockDueSchedules, lockSchedule, oldestQueuedRun, queryableOf, scheduleDefinition, scheduleOverlap, schedulesWithQueuedRuns, unfinishedPipelines, type DbOrTx, type SchedulePlanRecord } from '@po/db';
+import { cancelPipeline as cancelPipelineInTransaction, fireScheduleTicks, type FireOutcome, type ScheduleFire, type TickOutcome } from '@po/engine';
 import type { OverlapPolicy } from '@po/domain';
 import { announceAll, createdAnnouncement, type Announcement, type SchedulerDeps } from './deps.js';
 import { dueTicks, replanFrom } from './due-ticks.js';
 import { recordFired, recordPromoted } from './observe.js';
 import { planDefinition } from './plan-cache.js';
 
-export type { TickOutcome } from '@po/db';
+export type { TickOutcome } from '@po/engine';
 
 const TX_OPTIONS = { timeout: 60_000, maxWait: 10_000 };
 

@@ -1,4 +1,5 @@
-import { crowdedFireInstant, earliestNextRunAt, sqlOf } from '@po/db';
+import { earliestNextRunAt, sqlOf } from '@po/db';
+import { crowdedFireInstant } from '@po/engine';
 import type { SchedulerDeps } from './deps.js';
 import { runAheadPass, runDuePass, type PassOptions } from './pass.js';
 

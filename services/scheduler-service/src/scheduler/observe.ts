@@ -1,5 +1,5 @@
 import { scheduleRuns, scheduleTickLag } from '@po/telemetry';
-import type { TickOutcome } from '@po/db';
+import type { TickOutcome } from '@po/engine';
 
 /**
  * Metrics of committed fire transactions (counted after commit, so a batch rolled back and retried

@@ -1,7 +1,8 @@
-import type { Db, PlannedDefinition, SchedulePlanRecord } from '@po/db';
+import type { Db, SchedulePlanRecord } from '@po/db';
+import type { PlannedDefinition } from '@po/engine';
 
-// Planned definitions are made where schedules fire (@po/db fireScheduleTicks); kept here per schedule.
-export { planDefinition, type PlannedDefinition } from '@po/db';
+// Planned definitions are made where schedules fire (@po/engine fireScheduleTicks); kept here per schedule.
+export { planDefinition, type PlannedDefinition } from '@po/engine';
 
 /**
  * The stored definition a plan was made from: a new version (behaviour-changing PUT), a

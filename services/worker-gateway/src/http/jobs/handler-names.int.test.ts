@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stageQueueName } from '@po/contracts';
-import { insertPipeline } from '@po/db';
+import { insertPipeline } from '@po/engine';
 import { planPipeline } from '@po/domain';
 import { Engine } from '@po/engine';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultsConsumer, type StageNextPublisher } from '@po/queues';

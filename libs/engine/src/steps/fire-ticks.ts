@@ -9,9 +9,9 @@ import {
   type PipelineDefinitionInput,
   type TickPlan,
 } from '@po/domain';
-import { statement, type Queryable } from '../sql.js';
-import { pipelineTemplate, writeFired, type FiredRun, type ScheduledPipeline } from './schedule-fire.js';
-import type { SchedulePlanRecord, SchedulePlanWrite } from './schedules.js';
+import { statement, type Queryable } from '@po/db';
+import { pipelineTemplate, writeFired, type FiredRun, type ScheduledPipeline } from './fire.js';
+import type { SchedulePlanRecord, SchedulePlanWrite } from '@po/db';
 
 /**
  * Firing a schedule's ticks (addendum §14.5–§14.7): the one operation behind the scheduler's

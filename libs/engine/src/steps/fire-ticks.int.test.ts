@@ -2,8 +2,8 @@
 // and guarded path, Queue promotion, trigger and backfill: what each way of calling it guarantees.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@po/testing';
-import { createApplication, insertSchedule, loadPipeline, queryableOf, sqlOf, type Db, type DbOrTx, type ScheduleRecord } from '../index.js';
-import { fireScheduleTicks, planDefinition, type ScheduleFire } from './schedule-fire-ticks.js';
+import { createApplication, insertSchedule, loadPipeline, queryableOf, sqlOf, type Db, type DbOrTx, type ScheduleRecord } from '@po/db';
+import { fireScheduleTicks, planDefinition, type ScheduleFire } from './fire-ticks.js';
 
 let database: TestDatabase;
 let db: Db;

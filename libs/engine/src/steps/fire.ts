@@ -1,8 +1,8 @@
 import type { NewPipeline } from '@po/domain';
-import { statement, type Queryable } from '../sql.js';
-import { insertContextRows, insertKeywordRows, insertStageRows } from './pipeline-create.js';
-import type { NewRun } from './schedule-runs.js';
-import type { SchedulePlanRecord, SchedulePlanWrite } from './schedules.js';
+import { statement, type Queryable } from '@po/db';
+import { insertContextRows, insertKeywordRows, insertStageRows } from './create.js';
+import type { NewRun } from '@po/db';
+import type { SchedulePlanRecord, SchedulePlanWrite } from '@po/db';
 
 /**
  * The statements of firing schedules (decision 0086), on plain pg (decision 0060): lock a batch of

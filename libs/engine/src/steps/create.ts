@@ -1,6 +1,6 @@
 import { newSpanId, type NewPipeline, type NewStage, type PipelineStatus } from '@po/domain';
-import type { DbOrTx } from '../db-types.js';
-import { jsonParam, statement, type Queryable } from '../sql.js';
+import type { DbOrTx } from '@po/db';
+import { jsonParam, statement, type Queryable } from '@po/db';
 import {
   pipelineJson,
   pipelineRecord,
@@ -9,7 +9,7 @@ import {
   type PipelineJson,
   type PipelineRecord,
   type StageRecord,
-} from './pipeline-view.js';
+} from '@po/db';
 
 /**
  * Pipeline creation in ONE statement (decision 0070): the idempotency binding, the pipeline, its

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planPipeline, type NewPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { createTestDatabase, type TestDatabase } from '@po/testing';
-import { createApplication, insertSchedule, loadPipeline, sqlOf, type Db, type ScheduleRecord } from '../index.js';
+import { createApplication, insertSchedule, loadPipeline, sqlOf, type Db, type ScheduleRecord } from '@po/db';
 import {
   lockDueScheduleBatch,
   overlapStates,
@@ -13,7 +13,7 @@ import {
   writeFiredBatch,
   type FiredRun,
   type ScheduledPipeline,
-} from './schedule-fire.js';
+} from './fire.js';
 
 let database: TestDatabase;
 let db: Db;
