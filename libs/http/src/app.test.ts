@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- problem bodies are read loosely
 type Json = any;
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotFound } from '@po/domain';
+import { BrokerUnavailable, NotFound } from '@po/domain';
 import { createLogger } from '@po/telemetry';
 import { createHttpApp } from './app.js';
 import { apiKeyAuth, hashSecret } from './auth.js';
@@ -41,6 +41,9 @@ beforeAll(async () => {
   });
   router.get('/missing', () => {
     throw new NotFound('No such thing.');
+  });
+  router.get('/broker-down', () => {
+    throw new BrokerUnavailable();
   });
   router.get('/stalled', () => {
     // As Prisma throws it when a transaction outlived its timeout under a lock wait.
@@ -135,6 +138,14 @@ describe('koa app factory', () => {
     const body: Json = await res.json();
     expect(body).toMatchObject({ status: 503, code: 'service_unavailable', title: 'Service unavailable', instance: '/stalled' });
     expect(JSON.stringify(body)).not.toContain('Transaction API');
+  });
+
+  it('answers a broker that is away with 503 broker_unavailable and Retry-After (decision 0120)', async () => {
+    const res = await fetch(`${url}/broker-down`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await res.json()).toMatchObject({ status: 503, code: 'broker_unavailable' });
   });
 
   it('uses the trace id of an incoming traceparent as the problem traceId', async () => {

@@ -98,6 +98,8 @@ function writeProblem(ctx: AppContext, err: unknown, logger: Logger): void {
     detail = err.message;
     errors = (err as { errors?: FieldError[] }).errors;
     if (code === 'too_many_inflight' || code === 'rate_limited') retryAfterSeconds = (err as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1;
+    // A broker away (Redis down, decision 0120) is back by itself, like a database that is: the same request can succeed later.
+    if (code === 'broker_unavailable') retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS;
   } else if (isDatabaseUnavailable(err)) {
     // A stalled or unreachable database is not a bug of the request or of ours: the same request can succeed later.
     logger.warn({ err, traceId: ctx.state.traceId }, 'database unavailable');

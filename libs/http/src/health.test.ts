@@ -77,6 +77,27 @@ describe('GET /readyz through a public Ingress', () => {
     expect(postgres.calls).toBe(2);
   });
 
+  it('a degradable dependency that fails leaves the process ready (200 degraded); a required one still makes it 503', async () => {
+    let redisDown = true;
+    let postgresDown = false;
+    const postgres = async () => {
+      if (postgresDown) throw new Error('connection refused');
+    };
+    const redis = async () => {
+      if (redisDown) throw new Error('connection refused');
+    };
+    let now = 0;
+    const url = await serve({ postgres, redis }, { degradable: ['redis'], now: () => now });
+    expect(await readyz(url)).toEqual({ status: 200, body: { status: 'degraded', checks: { postgres: 'ok', redis: 'unavailable' } } });
+    postgresDown = true;
+    now += 1000;
+    expect(await readyz(url)).toEqual({ status: 503, body: { status: 'not_ready', checks: { postgres: 'unavailable', redis: 'unavailable' } } });
+    postgresDown = false;
+    redisDown = false;
+    now += 1000;
+    expect(await readyz(url)).toEqual({ status: 200, body: { status: 'ready', checks: { postgres: 'ok', redis: 'ok' } } });
+  });
+
   it('a hanging check times out once for all the callers that wait on it', async () => {
     const postgres = counting(() => new Promise(() => undefined));
     const url = await serve({ postgres }, { timeoutMs: 100 });

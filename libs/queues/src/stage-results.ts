@@ -95,6 +95,9 @@ export function createStageResultsProducer(connection: Redis, prefix: string): S
   const queue = reopeningQueue(() => new Queue(STAGE_RESULTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS }));
   return {
     async publish(message) {
+      // BullMQ sets a queue up on its first use and waits for Redis to do so: a gateway whose first
+      // result comes during an outage would hold it until Redis is back. Fail fast, as producers do.
+      if (connection.status !== 'ready') throw new Error(`Redis connection ${connection.status}`);
       await queue.get().add('result', message, { jobId: resultJobId(message.result.executionId, message.result.attempt) });
     },
     async waiting(results) {
@@ -104,6 +107,9 @@ export function createStageResultsProducer(connection: Redis, prefix: string): S
       const pipeline = connection.pipeline();
       for (const id of ids) pipeline.exists(queue.get().toKey(id));
       const answers = (await pipeline.exec()) ?? [];
+      // Redis away is not "no result waits": the caller must not expire what it cannot check (decision 0120).
+      const failed = answers.find(([err]) => err)?.[0];
+      if (failed) throw failed;
       // A job that exists may still have failed for good (malformed): only pending ones count.
       await Promise.all(
         results.map(async (r, i) => {

@@ -29,7 +29,9 @@ export function buildApp(
       dashboardStatic({ distDir: dashboard.distDir, config: { traceUrlTemplate: config.dashboard.traceUrlTemplate, version: config.build.version } }),
     ],
     routers: [
-      healthRouter(readiness),
+      // Its writes announce through Redis but stand without it (the sweep catches up), and its
+      // reads need PostgreSQL only: a Redis outage leaves it ready, reported degraded (decision 0120).
+      healthRouter(readiness, { degradable: ['redis'] }),
       pipelineRoutes(deps, resolveKey, config.maxBodyBytes),
       stageRoutes(deps, resolveKey, config.maxBodyBytes),
       scheduleRoutes(deps, resolveKey, config.maxBodyBytes),

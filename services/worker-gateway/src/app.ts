@@ -10,7 +10,9 @@ export function buildApp(deps: Deps, deliveries: Deliveries, readiness: Record<s
   return createHttpApp({
     logger: deps.logger,
     routers: [
-      healthRouter(readiness),
+      // Sessions, leases and heartbeats need PostgreSQL only: a Redis outage must not take them out
+      // of the Service with the pull and the result (decision 0120).
+      healthRouter(readiness, { degradable: ['redis'] }),
       workerRoutes(deps, resolveKey),
       jobRoutes(deps, deliveries, resolveKey),
       stageRoutes(deps, deliveries, resolveKey),

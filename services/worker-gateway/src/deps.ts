@@ -10,6 +10,11 @@ export interface Deps {
   /** Live worker sessions by token hash, cached per process (decision 0099). */
   sessions: NotifiedCache<LiveSession>;
   results: StageResultsProducer;
+  /**
+   * Whether the connection pulls fetch on is up. While Redis is away a pull answers 503 at once
+   * instead of waiting out its long poll on a fetch that cannot answer (decision 0120).
+   */
+  brokerReady: () => boolean;
   logger: Logger;
   clock: () => Date;
   config: WorkerGatewayConfig;

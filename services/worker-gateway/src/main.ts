@@ -34,7 +34,16 @@ wakeRedis.on('ready', () => deliveries.wakeAll());
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
 const sessions = createWorkerSessionCache(sqlOf(db), WORKER_SESSION_CACHE);
 if (sqlOf(db).notifications.unavailable) logger.warn(sqlOf(db).notifications.unavailable);
-const deps = { db, keys, sessions, results: createStageResultsProducer(producerRedis, config.queuePrefix), logger, clock: () => new Date(), config };
+const deps = {
+  db,
+  keys,
+  sessions,
+  results: createStageResultsProducer(producerRedis, config.queuePrefix),
+  brokerReady: () => fetchRedis.status === 'ready',
+  logger,
+  clock: () => new Date(),
+  config,
+};
 observeDeliveriesInflight(() => deliveries.inflight);
 observeWorkerGauges(db, config.heartbeatIntervalSeconds, deps.clock);
 const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });

@@ -10,10 +10,15 @@ import { statement, type Queryable } from '../sql.js';
 
 const EXPIRED = statement(
   'sweep_expired_executions',
+  // Round robin over applications (each one's first due, then each one's second, ...): executions
+  // the sweeper passes over (a result still waits for them) of one application never fill the page
+  // that another application's expiries need (issue 28).
   `SELECT id::text AS id, stage_id, attempt, (SELECT pipeline_id FROM stages s WHERE s.id = e.stage_id) AS pipeline_id
-   FROM stage_executions e
-   WHERE ended_at IS NULL AND (lease_expires_at <= now() OR timeout_at <= now())
-   ORDER BY LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) LIMIT $1`,
+   FROM (SELECT id, stage_id, attempt, LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) AS due,
+                row_number() OVER (PARTITION BY application_id ORDER BY LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)), id) AS turn
+         FROM stage_executions
+         WHERE ended_at IS NULL AND (lease_expires_at <= now() OR timeout_at <= now()) AND id <> ALL($2::uuid[])) e
+   ORDER BY turn, due, id LIMIT $1`,
   { plan: 'custom' },
 );
 
@@ -25,9 +30,13 @@ export interface ExecutionRef {
   attempt: number | null;
 }
 
-/** Live executions whose lease or handler timeout has passed (addendum §11). */
-export async function expiredExecutions(db: Queryable, limit: number): Promise<ExecutionRef[]> {
-  const rows = await db.query<{ id: string; stage_id: string; attempt: number | null; pipeline_id: string }>(EXPIRED, [limit]);
+/**
+ * Live executions whose lease or handler timeout has passed (addendum §11), at most `limit`, taken
+ * in turns per application, earliest due first within each; none of `skip` (ones the caller
+ * already looked at).
+ */
+export async function expiredExecutions(db: Queryable, limit: number, skip: readonly string[] = []): Promise<ExecutionRef[]> {
+  const rows = await db.query<{ id: string; stage_id: string; attempt: number | null; pipeline_id: string }>(EXPIRED, [limit, skip]);
   return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), pipelineId: Number(r.pipeline_id), attempt: r.attempt }));
 }
 

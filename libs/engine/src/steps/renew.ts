@@ -1,7 +1,10 @@
 import { LIVE_SESSION_SQL as SESSION, statement, type DbOrTx, type Queryable } from '@po/db';
 import type { LeaseGrant, LeaseRequest } from './lease.js';
 
-/** Renew (addendum §12): the lease holder's lease extended, by the database clock. */
+/**
+ * Renew (addendum §12): the lease holder's lease extended, by the database clock; and, after an
+ * outage the sweeper lived through, every lease that lapsed in it (decision 0120).
+ */
 
 // Renew row 6: the caller's own unexpired lease on the current execution of a Running stage.
 const RENEW = statement(
@@ -24,4 +27,27 @@ export async function tryRenewLease(db: Queryable, r: LeaseRequest): Promise<Lea
 
 export async function extendLease(tx: DbOrTx, executionId: string, leaseExpiresAt: Date): Promise<void> {
   await tx.stageExecution.update({ where: { id: executionId }, data: { leaseExpiresAt } });
+}
+
+const RENEW_AFTER_OUTAGE = statement(
+  'sweep_renew_after_outage',
+  `WITH renewed AS (
+     UPDATE stage_executions SET lease_expires_at = now() + make_interval(secs => $2::float8)
+     WHERE ended_at IS NULL
+       AND lease_expires_at > now() - make_interval(secs => $1::float8 / 1000)
+       AND lease_expires_at < now() + make_interval(secs => $2::float8)
+     RETURNING 1)
+   SELECT count(*)::int AS renewed FROM renewed`,
+  { plan: 'custom' },
+);
+
+/**
+ * After an outage the sweeper lived through (decision 0120): every live lease that lapsed during
+ * its last `outageMs` milliseconds, or would lapse within `leaseSeconds`, is set to expire
+ * `leaseSeconds` from now, as one renewal of its holder would have. The handler timeout
+ * (timeout_at) is left as it is. Returns how many leases it renewed.
+ */
+export async function renewLeasesAfterOutage(db: Queryable, outageMs: number, leaseSeconds: number): Promise<number> {
+  const [row] = await db.query<{ renewed: number }>(RENEW_AFTER_OUTAGE, [outageMs, leaseSeconds]);
+  return row?.renewed ?? 0;
 }

@@ -1,9 +1,12 @@
 // The sweeper (addendum §9, §11; issue 9's durability gaps): lost StageNext messages, results that
-// got 202 but wait to be applied, and items that fail on their own.
+// got 202 but wait to be applied, and items that fail on their own; issue 28: expiry that one
+// application's waiting results cannot hold up for another, and no burst of expiries after an
+// outage (decision 0120).
 import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPipeline } from '@po/db';
+import { insertPipeline } from '@po/engine';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { Engine } from '@po/engine';
 import {
@@ -70,6 +73,31 @@ async function dispatched(definition: PipelineDefinitionInput) {
   return { pipelineId: id, stageId: Number(stage.id), executionId: stage.currentExecutionId!, handler: stage.handlerName };
 }
 
+/**
+ * `count` pipelines of `app`, each with its one stage Running on a lease granted to worker `w` as
+ * attempt 1: its lease expiring at now() + `leaseExpiresIn`, its handler timeout at now() +
+ * `timeoutIn` (null: none), both PostgreSQL intervals.
+ */
+async function running(app: number, count: number, leaseExpiresIn: string, timeoutIn: string | null = null) {
+  const ids: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const planned = planPipeline({ name: `running-${i}`, stages: [{ stageName: 'a', stageHandlerName: 'long' }] }, { applicationId: app });
+    if (!planned.ok) throw new Error('invalid');
+    ids.push(await db().$transaction((tx) => insertPipeline(tx, planned.pipeline, new Date())));
+  }
+  await deps.engine.run(ids.map((pipelineId) => ({ kind: 'pass', pipelineId })));
+  const pipelineIds = ids.map(BigInt);
+  await db().$executeRaw`UPDATE stages SET status = 'Running', attempt = 1 WHERE pipeline_id = ANY(${pipelineIds})`;
+  await db().$executeRaw`
+    UPDATE stage_executions e SET attempt = 1, lease_owner = 'w', leased_at = now() - interval '3 minutes',
+      lease_expires_at = now() + ${leaseExpiresIn}::interval, timeout_at = now() + ${timeoutIn}::interval
+    FROM stages s WHERE s.current_execution_id = e.id AND s.pipeline_id = ANY(${pipelineIds})`;
+  const stages = await db().stage.findMany({ where: { pipelineId: { in: pipelineIds } } });
+  return stages.map((st) => ({ pipelineId: Number(st.pipelineId), stageId: Number(st.id), executionId: st.currentExecutionId! }));
+}
+
+const stageOf = (stageId: number) => db().stage.findUniqueOrThrow({ where: { id: BigInt(stageId) } });
+
 const queueOf = (handler: string) => new Queue(stageNextBullName(`app_${applicationId}_${handler}_StageNext`), { connection: redis, prefix });
 
 describe('the sweeper', () => {
@@ -118,6 +146,64 @@ describe('the sweeper', () => {
     expect(await db().stage.findUniqueOrThrow({ where: { id: BigInt(d.stageId) } })).toMatchObject({ status: 'Failed', lastErrorCode: 'LEASE_EXPIRED' });
     await queue.close();
     await results.close();
+  });
+
+  it("250 expired executions of one application whose results wait on the queue do not keep another application's from expiring in the same sweep", async () => {
+    const appA = (await db().application.create({ data: { name: 'stuck' } })).id;
+    const appB = (await db().application.create({ data: { name: 'other' } })).id;
+    const stuck = await running(appA, 250, '-2 minutes');
+    const results = createStageResultsProducer(redis, prefix);
+    for (const s of stuck) {
+      await results.publish({
+        applicationId: appA,
+        stageId: s.stageId,
+        pipelineId: s.pipelineId,
+        workerId: 'w',
+        receivedAt: new Date().toISOString(),
+        result: { stageId: s.stageId, executionId: s.executionId, attempt: 1, isSuccess: true },
+      });
+    }
+    await results.close();
+    // Due after all of A's waiting ones: B's comes first in B's turn, A's own lapsed one on the next page.
+    const [ofB] = await running(appB, 1, '-1 minute');
+    const [lapsedOfA] = await running(appA, 1, '-30 seconds');
+
+    await sweepOnce(deps, options, newSweeperState());
+    expect(await stageOf(ofB!.stageId)).toMatchObject({ status: 'Failed', lastErrorCode: 'LEASE_EXPIRED' });
+    expect(await stageOf(lapsedOfA!.stageId)).toMatchObject({ status: 'Failed', lastErrorCode: 'LEASE_EXPIRED' });
+    const stillRunning = await db().stage.count({ where: { id: { in: stuck.map((s) => BigInt(s.stageId)) }, status: 'Running' } });
+    expect(stillRunning).toBe(250);
+  });
+
+  it('after an outage renews once the leases that lapsed during it instead of expiring them; handler timeouts and earlier lapses still expire', async () => {
+    const app = (await db().application.create({ data: { name: 'outage' } })).id;
+    const state = newSweeperState();
+    await sweepOnce(deps, options, state);
+    const [lapsesInOutage] = await running(app, 1, '1 second');
+    const [timedOut] = await running(app, 1, '40 seconds', '-1 second');
+    const [lapsedBefore] = await running(app, 1, '-1 minute');
+
+    // Redis is away: whether a result waits cannot be known, so nothing expires and the sweeper notes the outage.
+    const redisDown: DispatcherDeps = { ...deps, results: { waiting: () => Promise.reject(new Error('Connection is closed.')) } };
+    await sweepOnce(redisDown, options, state);
+    expect(state.expiryInterrupted).toBe(true);
+    await sleep(1500);
+    expect((await stageOf(lapsesInOutage!.stageId)).status).toBe('Running');
+
+    await sweepOnce(deps, options, state);
+    expect(state.expiryInterrupted).toBe(false);
+    expect((await stageOf(lapsesInOutage!.stageId)).status).toBe('Running');
+    const [renewed] = await db().$queryRaw<{ left: number }[]>`
+      SELECT extract(epoch FROM lease_expires_at - now())::float8 AS left FROM stage_executions WHERE id = ${lapsesInOutage!.executionId}::uuid`;
+    expect(renewed!.left).toBeGreaterThan(50);
+    expect(await stageOf(timedOut!.stageId)).toMatchObject({ status: 'Failed', lastErrorCode: 'TIMEOUT' });
+    expect(await stageOf(lapsedBefore!.stageId)).toMatchObject({ status: 'Failed', lastErrorCode: 'LEASE_EXPIRED' });
+    expect(logLines.some((l) => l.includes('expiry resumed after an outage'))).toBe(true);
+
+    // The renewal is one, not a standing pardon: once that lease lapses again with no outage, it expires.
+    await db().$executeRaw`UPDATE stage_executions SET lease_expires_at = now() - interval '1 second' WHERE id = ${lapsesInOutage!.executionId}::uuid`;
+    await sweepOnce(deps, options, state);
+    expect(await stageOf(lapsesInOutage!.stageId)).toMatchObject({ status: 'Failed', lastErrorCode: 'LEASE_EXPIRED' });
   });
 
   it('a pipeline whose message cannot be published does not block the rest', async () => {

@@ -5,11 +5,14 @@ import {
   sqlOf,
   waitingExecutions,
 } from '@po/db';
-import type { EngineItem } from '@po/engine';
+import { renewLeasesAfterOutage, type EngineItem } from '@po/engine';
 import { stageQueueName } from '@po/contracts';
+import { LEASE_SECONDS } from '@po/domain';
 import type { DispatcherDeps } from './deps.js';
 
 const BATCH = 200;
+/** Pages of expired executions one sweep reads past those whose result still waits. */
+const EXPIRY_PAGES = 5;
 const WAITING_PAGE = 500;
 const START = { dispatchedAt: new Date(0), executionId: '00000000-0000-0000-0000-000000000000' };
 
@@ -23,13 +26,20 @@ export interface SweeperOptions {
   lostMessageAfterSeconds: number;
 }
 
-/** What one sweeper remembers between sweeps: where its walk over waiting executions stands. */
+/**
+ * What one sweeper remembers between sweeps: where its walk over waiting executions stands, and
+ * whether it could see what expired (decision 0120).
+ */
 export interface SweeperState {
   waitingCursor: { dispatchedAt: Date; executionId: string };
   lastLostCheck: number;
+  /** performance.now() when the last expiry step that could read PostgreSQL and Redis began (at first: when the sweeper began). */
+  expirySeenAt: number;
+  /** An expiry step failed since then: an outage, whose lapsed leases get a renewal before any is expired. */
+  expiryInterrupted: boolean;
 }
 
-export const newSweeperState = (): SweeperState => ({ waitingCursor: START, lastLostCheck: 0 });
+export const newSweeperState = (): SweeperState => ({ waitingCursor: START, lastLostCheck: 0, expirySeenAt: performance.now(), expiryInterrupted: false });
 
 /**
  * The safety net of addendum §9 and the clock of §11, by the database clock: expires leases and
@@ -41,16 +51,14 @@ export const newSweeperState = (): SweeperState => ({ waitingCursor: START, last
 export async function sweepOnce(deps: DispatcherDeps, options: SweeperOptions, state: SweeperState = newSweeperState()): Promise<void> {
   const sql = sqlOf(deps.db);
   await step(deps, 'expire executions', async () => {
-    const expired = await expiredExecutions(sql, BATCH);
-    // A result that got 202 keeps its execution from expiring while it waits on stage-results (a
-    // slow or restarting result-consumer does not turn finished work into LEASE_EXPIRED). If Redis
-    // lost it, the execution expires like any other.
-    const leased = expired.filter((e) => e.attempt !== null).map((e) => ({ executionId: e.executionId, attempt: e.attempt! }));
-    const awaited = await deps.results.waiting(leased);
-    const items: EngineItem[] = expired
-      .filter((e) => !awaited.has(e.executionId))
-      .map((e) => ({ kind: 'expiry', pipelineId: e.pipelineId, stageId: e.stageId, executionId: e.executionId }));
-    await runEach(deps, items, {});
+    const started = performance.now();
+    try {
+      await expireExecutions(deps, state);
+    } catch (err) {
+      state.expiryInterrupted = true;
+      throw err;
+    }
+    state.expirySeenAt = started;
   });
   await step(deps, 'due passes', async () => {
     const due = await pipelinesDueForDispatch(sql, options.eventGraceMs, BATCH);
@@ -63,6 +71,50 @@ export async function sweepOnce(deps: DispatcherDeps, options: SweeperOptions, s
     state.lastLostCheck = Date.now();
     await step(deps, 'lost messages', () => findLostMessages(deps, options, state));
   }
+}
+
+/**
+ * Ends executions whose lease or handler timeout passed, a page at a time in turns per application.
+ * A result that got 202 keeps its execution from expiring while it waits on stage-results (a slow
+ * or restarting result-consumer does not turn finished work into LEASE_EXPIRED); if Redis lost it,
+ * the execution expires like any other. Those passed over do not hold the others up: the next page
+ * leaves them out (issue 28).
+ *
+ * After an outage (an earlier step failed), once PostgreSQL and Redis both answer again, the leases
+ * that lapsed meanwhile are renewed once before anything expires: their workers' renewals may not
+ * have got through, and a lease granted a moment before the outage is no proof of a dead worker
+ * (decision 0120). Handler timeouts are not moved.
+ */
+async function expireExecutions(deps: DispatcherDeps, state: SweeperState): Promise<void> {
+  const seen: string[] = [];
+  for (let page = 0; page < EXPIRY_PAGES; page += 1) {
+    let { expired, awaited } = await readExpired(deps, seen);
+    // Both answered: whatever interrupted the sweeper is over.
+    if (state.expiryInterrupted) {
+      await renewAfterOutage(deps, state);
+      ({ expired, awaited } = await readExpired(deps, seen));
+    }
+    for (const e of expired) seen.push(e.executionId);
+    const items: EngineItem[] = expired
+      .filter((e) => !awaited.has(e.executionId))
+      .map((e) => ({ kind: 'expiry', pipelineId: e.pipelineId, stageId: e.stageId, executionId: e.executionId }));
+    await runEach(deps, items, {});
+    if (expired.length < BATCH || awaited.size === 0) return;
+  }
+}
+
+/** A page of expired executions (none of `seen`), and which of them have a result waiting on stage-results. */
+async function readExpired(deps: DispatcherDeps, seen: readonly string[]) {
+  const expired = await expiredExecutions(sqlOf(deps.db), BATCH, seen);
+  const leased = expired.filter((e) => e.attempt !== null).map((e) => ({ executionId: e.executionId, attempt: e.attempt! }));
+  return { expired, awaited: await deps.results.waiting(leased) };
+}
+
+async function renewAfterOutage(deps: DispatcherDeps, state: SweeperState): Promise<void> {
+  const outageMs = performance.now() - state.expirySeenAt;
+  const renewed = await renewLeasesAfterOutage(sqlOf(deps.db), outageMs, LEASE_SECONDS);
+  state.expiryInterrupted = false;
+  deps.logger.warn({ renewed, outageSeconds: Math.round(outageMs / 1000) }, 'expiry resumed after an outage; the leases that lapsed meanwhile were renewed once');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Forbidden, NotFound } from '@po/domain';
+import { BrokerUnavailable, Forbidden, NotFound } from '@po/domain';
 import { limits, parseStageQueueName, type PullJobResponse, type PullNextRequest } from '@po/contracts';
 import { pickupLatency, pullWait, rememberSensitiveItems, withTraceparent } from '@po/telemetry';
 import type { Deps } from '../deps.js';
@@ -29,15 +29,19 @@ export function checkOwnQueue(queue: string, applicationId: number): void {
 /**
  * POST /jobs/pull: only the application's own `app_{id}_{handler}_StageNext` queues (addendum §15);
  * a handler longer than any stage may have is outside that pattern too. A delivery comes with the
- * W3C traceparent its worker continues the pipeline's trace from.
+ * W3C traceparent its worker continues the pipeline's trace from. While the broker is away it
+ * answers 503 broker_unavailable at once: the fetch would only wait on the connection (which keeps
+ * commands until Redis is back) until the pull's deadline (decision 0120).
  */
 export async function pullJob(
   deliveries: Deliveries,
   applicationId: number,
   request: { queue: string; waitSeconds?: number },
   signal: AbortSignal,
+  brokerReady: () => boolean,
 ): Promise<{ delivery: Delivery; traceparent: string } | null> {
   checkOwnQueue(request.queue, applicationId);
+  if (!brokerReady()) throw new BrokerUnavailable('The message broker is unavailable; pull again later. Leases, heartbeats and sessions are still served.');
   const started = Date.now();
   return delivered(await deliveries.pull(request.queue, applicationId, request.waitSeconds ?? 0, signal), started);
 }
@@ -104,7 +108,7 @@ export async function pullNext(
 ): Promise<DeliveryAnswer | null> {
   try {
     const pulled =
-      taken === undefined ? await pullJob(deliveries, applicationId, { queue: next.queue, waitSeconds: 0 }, signal) : delivered(taken, Date.now());
+      taken === undefined ? await pullJob(deliveries, applicationId, { queue: next.queue, waitSeconds: 0 }, signal, deps.brokerReady) : delivered(taken, Date.now());
     if (!pulled) return null;
     const lease = next.lease ? { sessionToken, workerId: next.lease.workerId } : undefined;
     return await deliveryResponse(deps, pulled, lease, signal);

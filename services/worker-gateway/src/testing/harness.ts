@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { stageQueueName, type StageNextMessage } from '@po/contracts';
-import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKey, createApiKeyCache, createWorkerSessionCache, createApplication, insertPipeline, sqlOf, startExecutions, type Db } from '@po/db';
+import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKey, createApiKeyCache, createWorkerSessionCache, createApplication, sqlOf, type Db } from '@po/db';
+import { insertPipeline } from '@po/engine';
+import { startExecutions } from '@po/engine';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { hashSecret, listen } from '@po/http';
 import {
@@ -30,7 +32,10 @@ export interface Reply {
  * A worker-gateway on an ephemeral port over its own database and queue prefix, with two
  * applications (A, B) and helpers to seed dispatched stages the way the dispatcher would.
  */
-export async function startWorkerGateway(env: Record<string, string> = {}, overrides: { results?: StageResultsProducer } = {}) {
+export async function startWorkerGateway(
+  env: Record<string, string> = {},
+  overrides: { results?: StageResultsProducer; brokerReady?: () => boolean } = {},
+) {
   const database = await createTestDatabase();
   const prefix = testQueuePrefix('wg');
   const config: WorkerGatewayConfig = { ...parseConfig({ QUEUE_PREFIX: prefix, ...env }) };
@@ -63,8 +68,10 @@ export async function startWorkerGateway(env: Record<string, string> = {}, overr
   const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
   const sessions = createWorkerSessionCache(sqlOf(db), WORKER_SESSION_CACHE);
   await sessions.listening;
-  const deps = { db, keys, sessions, results, logger, clock: () => new Date(), config };
-  const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => producerRedis.ping() });
+  const brokerReady = overrides.brokerReady ?? (() => fetchRedis.status === 'ready');
+  const deps = { db, keys, sessions, results, brokerReady, logger, clock: () => new Date(), config };
+  const redisCheck = () => (brokerReady() ? producerRedis.ping() : Promise.reject(new Error('broker unavailable')));
+  const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: redisCheck });
   const server = await listen(app, '127.0.0.1', 0);
   const url = `http://127.0.0.1:${server.port}`;
   const publisher = createStageNextPublisher(producerRedis, prefix);

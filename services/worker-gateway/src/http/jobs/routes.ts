@@ -25,7 +25,7 @@ export function jobRoutes(deps: Deps, deliveries: Deliveries, resolveKey: ApiKey
     if (request.lease && !sessionToken) throw new Unauthorized('Missing X-Worker-Session header.');
     // Stop waiting (and hand a late message back) when the client goes away mid-poll.
     const gone = clientGone(ctx);
-    const pulled = await pullJob(deliveries, ctx.state.applicationId!, request, gone);
+    const pulled = await pullJob(deliveries, ctx.state.applicationId!, request, gone, deps.brokerReady);
     if (!pulled) return sendEmpty(ctx, 204);
     const lease = request.lease ? { sessionToken, workerId: request.lease.workerId } : undefined;
     sendJson(ctx, 200, await deliveryResponse(deps, pulled, lease, gone));
