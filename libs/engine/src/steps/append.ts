@@ -1,8 +1,9 @@
-import { checkAddedStages, newSpanId, stageFromInfo, type StageOptions } from '@po/domain';
+import { checkAddedStages, stageFromInfo, type StageOptions } from '@po/domain';
 import { statement, type Queryable } from '@po/db';
 import type { StageResultMessage } from '@po/queues';
 import type { Batch } from '../batch.js';
 import type { PassStage } from '../store.js';
+import { stageItem } from './create.js';
 
 /**
  * Append by a worker (addendum §5.2): the stages a result carries go at the end of its pipeline,
@@ -75,14 +76,7 @@ export function appendWorkerStages(b: Batch,
       pipelineId: stage.pipelineId,
       applicationId: stage.applicationId,
       position: existing.length + pending.length + i,
-      name: s.name,
-      handlerName: s.handlerName,
-      description: s.description,
-      input: s.input,
-      options: s.options,
-      policies: s.policies,
-      isEvent: s.isEvent,
-      spanId: newSpanId(),
+      ...stageItem(s),
     }),
   );
 }

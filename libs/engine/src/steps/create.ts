@@ -138,7 +138,8 @@ FROM pipeline p`;
 
 const CREATE = statement('pipeline_create', CREATE_TEXT);
 
-const stageItem = (s: NewStage) => ({
+/** A new stage's columns as written (a fresh span id each): creation, append, a worker's append. */
+export const stageItem = (s: NewStage) => ({
   name: s.name,
   handlerName: s.handlerName,
   description: s.description,

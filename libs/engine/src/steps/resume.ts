@@ -1,4 +1,4 @@
-import { derivePipelineStatus, isTerminalPipeline, type PipelineStatus, type StageStatus } from '@po/domain';
+import { derivePipelineStatus, isTerminalPipeline, resumeEvent, stageStatusAfter, type PipelineStatus, type StageStatus } from '@po/domain';
 import type { DbOrTx } from '@po/db';
 
 /**
@@ -47,12 +47,13 @@ export async function recordApprovalDecision(
   decision: { approved: boolean; rejectionReason: string | null; now: Date; rejectionLog: string | null },
 ): Promise<void> {
   const { approved, rejectionReason, now } = decision;
+  const status = stageStatusAfter(stage.status, resumeEvent(approved));
   await tx.stage.update({
     where: { id: BigInt(stage.id) },
     data: approved
-      ? { status: 'Completed', finishedAt: now, approved, decidedAt: now }
+      ? { status, finishedAt: now, approved, decidedAt: now }
       : {
-          status: 'Failed',
+          status,
           finishedAt: now,
           approved,
           rejectionReason,
