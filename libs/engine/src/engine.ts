@@ -265,7 +265,13 @@ export class Engine {
         const pipeline = stage ? batch.pipelines.get(stage.pipelineId) : undefined;
         if (!outcome.decision.applied) {
           this.deps.logger.warn(
-            { stageId: item.message.stageId, executionId: item.message.result.executionId, attempt: item.message.result.attempt, reason: outcome.decision.reason },
+            {
+              stageId: item.message.stageId,
+              executionId: item.message.result.executionId,
+              attempt: item.message.result.attempt,
+              workerId: item.message.workerId,
+              reason: outcome.decision.reason,
+            },
             'result discarded',
           );
         }

@@ -148,11 +148,21 @@ async function republish(deps: DispatcherDeps, executionId: string, stageId: num
   if (await deps.engine.republish(executionId, stageId)) deps.logger.info({ executionId, stageId }, 'republished a lost StageNext message');
 }
 
+/** A step failing on every sweep (Redis or PostgreSQL away) is logged once per this interval, with how many times it failed meanwhile. */
+const STEP_FAILURE_LOG_MS = 10_000;
+const stepFailures = new Map<string, { loggedAt: number; since: number }>();
+
 async function step(deps: DispatcherDeps, name: string, fn: () => Promise<void>): Promise<void> {
   try {
     await fn();
   } catch (err) {
-    deps.logger.error({ err, step: name }, 'sweep step failed; retried next sweep');
+    const seen = stepFailures.get(name);
+    if (seen && Date.now() - seen.loggedAt < STEP_FAILURE_LOG_MS) {
+      seen.since += 1;
+      return;
+    }
+    deps.logger.error({ err, step: name, failedSinceLastLog: seen?.since ?? 0 }, 'sweep step failed; retried next sweep');
+    stepFailures.set(name, { loggedAt: Date.now(), since: 0 });
   }
 }
 
