@@ -30,7 +30,6 @@ export {
 export type { SpanLine } from './file-exporter.js';
 export { recordStageSpan, startPipelineSpan } from './pipeline-spans.js';
 export {
-  type DatabasePoolSample,
   LabelCap,
   OTHER_LABEL,
   dispatchLatency,
@@ -42,11 +41,6 @@ export {
   leaseSlowPaths,
   metricsRegistry,
   metricsText,
-  observeDatabasePool,
-  observeDeliveriesInflight,
-  observeResultDeadLetters,
-  observeStageNextQueues,
-  observeWorkers,
   pickupLatency,
   pullWait,
   queueLabels,
@@ -62,6 +56,14 @@ export {
   stageOutcomes,
   stagesDispatched,
   visibilityRequeues,
+} from './metrics.js';
+export {
+  observeDatabasePool,
+  observeDeliveriesInflight,
+  observeResultDeadLetters,
+  observeStageNextQueues,
+  observeWorkers,
+  type DatabasePoolSample,
   type QueueSample,
   type WorkerSample,
-} from './metrics.js';
+} from './gauges.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LabelCap, OTHER_LABEL, metricsText, observeDeliveriesInflight, observeStageNextQueues, resultsFenced, stageOutcomes } from './metrics.js';
+import { observeDeliveriesInflight, observeStageNextQueues } from './gauges.js';
+import { LabelCap, OTHER_LABEL, metricsText, resultsFenced, stageOutcomes } from './metrics.js';
 
 describe('metrics', () => {
   it('caps a user-defined label: the first values pass, later ones become _other', () => {

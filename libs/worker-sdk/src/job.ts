@@ -3,6 +3,7 @@
 // never re-running the handler) while still renewing, and ack only after the 202. A lost lease
 // aborts the handler, withholds its result and, after abortGraceMs, frees the slot (decision 0118).
 import type { WorkerClient } from './client.js';
+import { acquireLease, type Granted } from './acquire.js';
 import { createCollected, createContext } from './context.js';
 import { ApiError, describe, isRetryable, isStatus, StageTimeoutError } from './errors.js';
 import type { EventBatcher } from './events.js';
@@ -11,7 +12,7 @@ import type { LogFields, Logger } from './logger.js';
 import type { ResolvedOptions } from './options.js';
 import { buildResultBody, fromReturn, fromThrow } from './outcome.js';
 import type { Outcome } from './outcome.js';
-import type { PullJobResponse, StageLeaseResponse, StageResultSubmit } from './protocol.js';
+import type { PullJobResponse, StageResultSubmit } from './protocol.js';
 import type { Session } from './session.js';
 import {
   deliveryTraceparent,
@@ -49,12 +50,6 @@ type Delivery = 'accepted' | 'lease_lost' | 'rejected' | 'undelivered';
  */
 export interface Delivered {
   delivery: PullJobResponse;
-  sentAt: number;
-}
-
-/** A lease, with when the request that got it was sent. */
-interface Granted {
-  lease: StageLeaseResponse;
   sentAt: number;
 }
 
@@ -123,7 +118,7 @@ export class JobRunner {
     };
     const granted: Granted | 'unavailable' | 'rejected' = delivery.lease
       ? { lease: delivery.lease, sentAt }
-      : await this.acquire(delivery, fields);
+      : await acquireLease(this.deps, delivery, fields);
     if (granted === 'unavailable') {
       this.ackLater(delivery.token, true, fields);
       return null;
@@ -305,49 +300,6 @@ export class JobRunner {
     // goes back to pulling while the ack travels.
     if (!ackAnswered) this.ackLater(delivery.token, false, fields);
     return next;
-  }
-
-  private async acquire(
-    delivery: PullJobResponse,
-    fields: LogFields,
-  ): Promise<Granted | 'unavailable' | 'rejected'> {
-    const { client, session, logger, options } = this.deps;
-    const m = delivery.payload;
-    for (let i = 0; ; i++) {
-      const sentAt = performance.now();
-      try {
-        const lease = await session.call((token, workerId) =>
-          client.acquireLease(
-            token,
-            m.stageId,
-            { executionId: m.executionId, workerId },
-            deliveryTraceparent(delivery.headers),
-          ),
-        );
-        return { lease, sentAt };
-      } catch (err) {
-        if (isRetryable(err) && i < 2) {
-          const delay = backoffDelay(i, options.retryBaseDelayMs, options.retryMaxDelayMs);
-          if (await sleep(delay, this.deps.abandonSignal)) continue;
-        }
-        const retryable = isRetryable(err);
-        logger.warn(
-          retryable
-            ? 'lease acquisition failed; returning the delivery to the queue'
-            : 'lease acquisition rejected; dropping the delivery',
-          { ...fields, error: describe(err) },
-        );
-        if (!retryable) {
-          this.deps.events.push({
-            kind: 'error',
-            stageId: m.stageId,
-            pipelineId: m.pipelineId,
-            message: `lease acquisition rejected: ${describe(err)}`,
-          });
-        }
-        return retryable ? 'unavailable' : 'rejected';
-      }
-    }
   }
 
   /**
