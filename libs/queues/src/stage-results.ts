@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { reopeningQueue } from './connection.js';
@@ -73,11 +74,15 @@ export function resultRetryDelay(attemptsMade: number): number {
 }
 
 /**
- * The result job of one execution attempt: a repeated post of the same result while one is queued
- * adds nothing. (BullMQ refuses `:` in custom ids.)
+ * The result job of one execution attempt posted by one worker: a repeated post of the same result
+ * while one is queued adds nothing, and a result another worker posted for the same execution and
+ * attempt (which the engine discards, decision 0117) never takes the holder's id. The worker is a
+ * hash of its id, since BullMQ refuses `:` in custom ids. Without a worker: the id results were
+ * queued under before (still looked for, see `waiting`).
  */
-export function resultJobId(executionId: string, attempt: number): string {
-  return `r-${executionId}-${attempt}`;
+export function resultJobId(executionId: string, attempt: number, workerId?: string): string {
+  if (workerId === undefined) return `r-${executionId}-${attempt}`;
+  return `r-${executionId}-${attempt}-${createHash('sha256').update(workerId).digest('hex').slice(0, 12)}`;
 }
 
 export interface StageResultsProducer {
@@ -87,7 +92,7 @@ export interface StageResultsProducer {
    * The executions among `results` whose result for that attempt waits on the queue to be applied
    * (or is being applied): the receipt of a 202 that the sweeper honours (decision 0062).
    */
-  waiting(results: readonly { executionId: string; attempt: number }[]): Promise<Set<string>>;
+  waiting(results: readonly { executionId: string; attempt: number; workerId: string | null }[]): Promise<Set<string>>;
   close(): Promise<void>;
 }
 
@@ -98,12 +103,17 @@ export function createStageResultsProducer(connection: Redis, prefix: string): S
       // BullMQ sets a queue up on its first use and waits for Redis to do so: a gateway whose first
       // result comes during an outage would hold it until Redis is back. Fail fast, as producers do.
       if (connection.status !== 'ready') throw new Error(`Redis connection ${connection.status}`);
-      await queue.get().add('result', message, { jobId: resultJobId(message.result.executionId, message.result.attempt) });
+      await queue.get().add('result', message, { jobId: resultJobId(message.result.executionId, message.result.attempt, message.workerId) });
     },
     async waiting(results) {
       const found = new Set<string>();
       if (results.length === 0) return found;
-      const ids = results.map((r) => resultJobId(r.executionId, r.attempt));
+      // The lease holder's job, and a job queued under the id without a worker (before decision 0117).
+      const candidates = results.flatMap((r) => [
+        ...(r.workerId === null ? [] : [{ executionId: r.executionId, id: resultJobId(r.executionId, r.attempt, r.workerId) }]),
+        { executionId: r.executionId, id: resultJobId(r.executionId, r.attempt) },
+      ]);
+      const ids = candidates.map((c) => c.id);
       const pipeline = connection.pipeline();
       for (const id of ids) pipeline.exists(queue.get().toKey(id));
       const answers = (await pipeline.exec()) ?? [];
@@ -112,7 +122,7 @@ export function createStageResultsProducer(connection: Redis, prefix: string): S
       if (failed) throw failed;
       // A job that exists may still have failed for good (malformed): only pending ones count.
       await Promise.all(
-        results.map(async (r, i) => {
+        candidates.map(async (r, i) => {
           const [err, exists] = answers[i] ?? [null, 0];
           if (err || exists === 0) return;
           const state = await queue.get().getJobState(ids[i]!);

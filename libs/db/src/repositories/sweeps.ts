@@ -13,8 +13,8 @@ const EXPIRED = statement(
   // Round robin over applications (each one's first due, then each one's second, ...): executions
   // the sweeper passes over (a result still waits for them) of one application never fill the page
   // that another application's expiries need (issue 28).
-  `SELECT id::text AS id, stage_id, attempt, (SELECT pipeline_id FROM stages s WHERE s.id = e.stage_id) AS pipeline_id
-   FROM (SELECT id, stage_id, attempt, LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) AS due,
+  `SELECT id::text AS id, stage_id, attempt, lease_owner, (SELECT pipeline_id FROM stages s WHERE s.id = e.stage_id) AS pipeline_id
+   FROM (SELECT id, stage_id, attempt, lease_owner, LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) AS due,
                 row_number() OVER (PARTITION BY application_id ORDER BY LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)), id) AS turn
          FROM stage_executions
          WHERE ended_at IS NULL AND (lease_expires_at <= now() OR timeout_at <= now()) AND id <> ALL($2::uuid[])) e
@@ -28,6 +28,8 @@ export interface ExecutionRef {
   pipelineId: number;
   /** The attempt the lease granted (null: never leased). */
   attempt: number | null;
+  /** The worker the lease was granted to (null: never leased): its result job is the one to look for. */
+  leaseOwner: string | null;
 }
 
 /**
@@ -36,8 +38,8 @@ export interface ExecutionRef {
  * already looked at).
  */
 export async function expiredExecutions(db: Queryable, limit: number, skip: readonly string[] = []): Promise<ExecutionRef[]> {
-  const rows = await db.query<{ id: string; stage_id: string; attempt: number | null; pipeline_id: string }>(EXPIRED, [limit, skip]);
-  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), pipelineId: Number(r.pipeline_id), attempt: r.attempt }));
+  const rows = await db.query<{ id: string; stage_id: string; attempt: number | null; lease_owner: string | null; pipeline_id: string }>(EXPIRED, [limit, skip]);
+  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), pipelineId: Number(r.pipeline_id), attempt: r.attempt, leaseOwner: r.lease_owner }));
 }
 
 const DUE = statement(

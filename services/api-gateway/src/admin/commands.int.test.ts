@@ -146,9 +146,9 @@ describe('admin results dead-letters (issue 28, decision 0119)', () => {
     const out = await admin('results', 'dead-letters', 'list');
     expect(out.total).toBe(3);
     const letters = out.deadLetters as Record<string, unknown>[];
-    expect(letters.map((l) => l.jobId).sort()).toEqual([resultJobId(message(1).result.executionId, 2), resultJobId(message(2).result.executionId, 2), 'r-malformed-1'].sort());
-    expect(letters.find((l) => l.jobId === resultJobId(message(1).result.executionId, 2))).toEqual({
-      jobId: resultJobId(message(1).result.executionId, 2),
+    expect(letters.map((l) => l.jobId).sort()).toEqual([resultJobId(message(1).result.executionId, 2, 'w'), resultJobId(message(2).result.executionId, 2, 'w'), 'r-malformed-1'].sort());
+    expect(letters.find((l) => l.jobId === resultJobId(message(1).result.executionId, 2, 'w'))).toEqual({
+      jobId: resultJobId(message(1).result.executionId, 2, 'w'),
       applicationId: 7,
       pipelineId: 71,
       stageId: 701,
@@ -170,8 +170,8 @@ describe('admin results dead-letters (issue 28, decision 0119)', () => {
   });
 
   it('replay queues one dead letter again with its attempts reset; drop deletes one; replay --all the rest', async () => {
-    const first = resultJobId(message(1).result.executionId, 2);
-    const second = resultJobId(message(2).result.executionId, 2);
+    const first = resultJobId(message(1).result.executionId, 2, 'w');
+    const second = resultJobId(message(2).result.executionId, 2, 'w');
     expect(await admin('results', 'dead-letters', 'replay', first)).toEqual({ jobId: first, replayed: true });
     const replayed = await queue.getJob(first);
     expect(await replayed!.getState()).toBe('waiting');

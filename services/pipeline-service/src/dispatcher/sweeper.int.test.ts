@@ -141,7 +141,7 @@ describe('the sweeper', () => {
     expect((await db().stage.findUniqueOrThrow({ where: { id: BigInt(d.stageId) } })).status).toBe('Running');
 
     const queue = new Queue(STAGE_RESULTS_QUEUE, { connection: redis, prefix });
-    await queue.remove(resultJobId(d.executionId, 1));
+    await queue.remove(resultJobId(d.executionId, 1, 'w'));
     await sweepOnce(deps, options, newSweeperState());
     expect(await db().stage.findUniqueOrThrow({ where: { id: BigInt(d.stageId) } })).toMatchObject({ status: 'Failed', lastErrorCode: 'LEASE_EXPIRED' });
     await queue.close();

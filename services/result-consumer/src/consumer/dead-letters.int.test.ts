@@ -123,7 +123,7 @@ describe('a result that cannot be applied (issue 28, decision 0119)', () => {
 
     const good = await Promise.all([runningStage(), runningStage(), runningStage(), runningStage()]);
     const poisoned = await runningStage();
-    const poisonJob = resultJobId(poisoned.executionId, 1);
+    const poisonJob = resultJobId(poisoned.executionId, 1, 'w');
     // Queued before the consumer starts, so the first result's batch runs alone and the others,
     // arriving meanwhile, share the next one with the poison.
     for (const s of good.slice(0, 2)) await results.publish(success(s, [{ key: 'k', value: 'v' }]));

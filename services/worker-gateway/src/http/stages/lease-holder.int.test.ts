@@ -123,6 +123,18 @@ describe('only the lease holder’s result is applied (addendum §12)', () => {
     expect(await gw.db.stageExecution.findUniqueOrThrow({ where: { id: d.executionId } })).toMatchObject({ leaseOwner: holder.workerId, endReason: 'result' });
   });
 
+  it('a result another worker posted before anyone leased the execution does not take the holder’s job: the holder’s, posted after, is applied', async () => {
+    const [holder, other] = await Promise.all([gw.bootstrap('holder-5', ['h']), gw.bootstrap('other-5', ['h'])]);
+    const d = await dispatched();
+    const release = holdResults();
+    // Not leased yet, so the gateway cannot tell it apart and publishes it (the engine discards it).
+    await post(other, d, 1, 'by-other');
+    expect(await acquire(holder, d)).toBe(1);
+    await post(holder, d, 1, 'by-holder');
+    release();
+    expect(await completed(d.stageId)).toMatchObject({ output: 'by-holder' });
+  });
+
   it('another worker holding a redelivery of the execution, its session cached, posts with its ackToken: discarded; the holder’s result is applied', async () => {
     const [holder, other] = await Promise.all([gw.bootstrap('holder-4', ['h']), gw.bootstrap('other-4', ['h'])]);
     // The other worker's session is now one this process saw live (decision 0099).
