@@ -1,4 +1,5 @@
 import type { EnvReader } from './env.js';
+import { redisConfig, type RedisConfig } from './redis.js';
 
 /** Settings every service shares. Service configs add their own on top. */
 export interface CommonConfig {
@@ -15,7 +16,9 @@ export interface CommonConfig {
    * start-up; when set, connections use TLS and refuse a server that certificate does not verify.
    */
   databaseCa: string | null;
+  /** REDIS_URL; with Sentinel or a cluster configured, `redis.topology` is what the services use. */
   redisUrl: string;
+  redis: RedisConfig;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Key prefix of every BullMQ queue; lets several stacks (or test runs) share one Redis. */
   queuePrefix: string;
@@ -61,9 +64,10 @@ export function commonConfig(env: EnvReader, defaultPort: number, defaultMetrics
       'postgresql',
     ]),
     databaseCa: env.file('DATABASE_CA_FILE'),
-    redisUrl: env.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']),
+    redisUrl: env.str('REDIS_URL', 'redis://127.0.0.1:6379'),
+    redis: redisConfig(env),
     logLevel: env.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
-    queuePrefix: env.str('QUEUE_PREFIX', 'po'),
+    queuePrefix: queuePrefix(env),
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0 }),
     databasePoolMax: env.int('DATABASE_POOL_MAX', 10, { min: 1, max: 200 }),
     databasePoolIdleMs: env.int('DATABASE_POOL_IDLE_SECONDS', 300, { min: 1, max: 86_400 }) * 1000,
@@ -75,4 +79,11 @@ export function commonConfig(env: EnvReader, defaultPort: number, defaultMetrics
       idleInTransactionMs: env.int('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 15_000, { min: 0, max: 3_600_000 }),
     },
   };
+}
+
+/** Braces would put a hash tag of their own in every key and undo the cluster layout (decision 0123). */
+function queuePrefix(env: EnvReader): string {
+  const prefix = env.str('QUEUE_PREFIX', 'po');
+  if (/[{}\s]/.test(prefix)) env.problem(`QUEUE_PREFIX may not hold braces or spaces, got "${prefix}"`);
+  return prefix;
 }

@@ -20,6 +20,8 @@ export interface EnvReader {
   oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T;
   /** The contents of the file the variable names (read now, once), or null when it is unset. */
   file(name: string): string | null;
+  /** Records a problem found by a check the readers above cannot express (several variables together). */
+  problem(message: string): void;
   /** Throws ConfigError when any read above failed. */
   done(): void;
 }
@@ -88,6 +90,9 @@ export function envReader(env: Env = process.env): EnvReader {
         problems.push(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
         return null;
       }
+    },
+    problem(message) {
+      problems.push(message);
     },
     done() {
       if (problems.length > 0) throw new ConfigError(problems);

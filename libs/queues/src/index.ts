@@ -1,4 +1,5 @@
-export { createRedis, pingRedis } from './connection.js';
+export { ReplicasNotConfirmed, confirmReplicated, createRedis, isRedisReady, pingRedis, singleRedis, type RedisConnection } from './connection.js';
+export { keySlot } from './key-slot.js';
 export {
   PIPELINE_EVENTS_QUEUE,
   PIPELINE_EVENT_TYPES,

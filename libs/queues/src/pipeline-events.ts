@@ -1,6 +1,5 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { reopeningQueue } from './connection.js';
+import { reopeningQueue, type RedisConnection } from './connection.js';
 import { compile } from '@po/contracts';
 
 /** Announcements of state changes that can make a stage ready; consumed by pipeline-service. */
@@ -66,7 +65,7 @@ export interface PipelineEventsProducer {
   close(): Promise<void>;
 }
 
-export function createPipelineEventsProducer(connection: Redis, prefix: string): PipelineEventsProducer {
+export function createPipelineEventsProducer(connection: RedisConnection, prefix: string): PipelineEventsProducer {
   const queue = reopeningQueue(() => new Queue(PIPELINE_EVENTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS }));
   return {
     async publish(event) {
@@ -88,7 +87,7 @@ export function createPipelineEventsProducer(connection: Redis, prefix: string):
 }
 
 export function createPipelineEventsConsumer(
-  connection: Redis,
+  connection: RedisConnection,
   prefix: string,
   handle: (event: PipelineEvent) => Promise<void>,
   options: { concurrency?: number } = {},

@@ -1,6 +1,6 @@
 import { QueueKeys } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { stageNextBullName } from './stage-next.js';
+import type { RedisConnection } from './connection.js';
 
 export interface StageNextDepth {
   /** The worker-facing queue name, `app_{applicationId}_{handler}_StageNext`. */
@@ -19,7 +19,7 @@ export interface StageNextDepth {
  * job is the last element. The integration test publishes through createStageNextPublisher and
  * reads it back (services/api-gateway overview.int.test.ts), so a change of BullMQ's layout fails there.
  */
-export async function readStageNextDepths(connection: Redis, prefix: string, queues: readonly string[], now = Date.now()): Promise<StageNextDepth[]> {
+export async function readStageNextDepths(connection: RedisConnection, prefix: string, queues: readonly string[], now = Date.now()): Promise<StageNextDepth[]> {
   if (queues.length === 0) return [];
   const keys = new QueueKeys(prefix);
   const key = (queue: string, type: string) => keys.toKey(stageNextBullName(queue), type);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Job, Worker, createRedisBackend, type BackendFactory, type JobJson, type RedisQueueBackend } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { validateStageNextMessage, type StageNextJob } from '@po/contracts';
 import { stageNextBullName, stageNextWakeChannel } from './stage-next.js';
+import type { RedisConnection } from './connection.js';
 
 /** A message fetched for one HTTP delivery, with the BullMQ lock token that owns it. */
 export interface FetchedMessage {
@@ -77,7 +77,7 @@ export class StageNextFetcher {
   private readonly maxQueues: number;
 
   constructor(
-    private readonly connection: Redis,
+    private readonly connection: RedisConnection,
     private readonly prefix: string,
     private readonly options: StageNextFetcherOptions,
   ) {

@@ -1,6 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { dropIfSetupFails } from './connection.js';
+import { dropIfSetupFails, type RedisConnection } from './connection.js';
 import { stageNextBullName } from './stage-next.js';
 
 export interface StageNextQueueSample {
@@ -33,7 +32,7 @@ export interface StageNextQueueStatsOptions {
  * gauges read on scrape. Only recently seen queues are read, so a scrape costs a few Redis calls
  * per active queue, never a SCAN of the keyspace. A queue that still holds messages stays watched.
  */
-export function createStageNextQueueStats(connection: Redis, prefix: string, options: StageNextQueueStatsOptions = {}): StageNextQueueStats {
+export function createStageNextQueueStats(connection: RedisConnection, prefix: string, options: StageNextQueueStatsOptions = {}): StageNextQueueStats {
   const idleMs = options.idleMs ?? 15 * 60_000;
   const maxQueues = options.maxQueues ?? 500;
   const now = options.now ?? Date.now;

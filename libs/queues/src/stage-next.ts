@@ -1,7 +1,6 @@
 import { Queue, QueueKeys } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { StageNextJob, StageNextMessage } from '@po/contracts';
-import { dropIfSetupFails } from './connection.js';
+import { dropIfSetupFails, type RedisConnection } from './connection.js';
 
 /**
  * Queues `app_{applicationId}_{handler}_StageNext` (addendum §9): one BullMQ queue per application
@@ -39,7 +38,7 @@ export interface StageNextPublisher {
 }
 
 export function createStageNextPublisher(
-  connection: Redis,
+  connection: RedisConnection,
   prefix: string,
   options: { onPublished?: (queue: string) => void; maxOpenQueues?: number } = {},
 ): StageNextPublisher {

@@ -1,6 +1,5 @@
 import { Queue, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { reopeningQueue } from './connection.js';
+import { reopeningQueue, type RedisConnection } from './connection.js';
 import { STAGE_RESULTS_QUEUE } from './stage-results.js';
 
 /**
@@ -58,7 +57,7 @@ function view(job: Job): ResultDeadLetter {
   };
 }
 
-export function createStageResultDeadLetters(connection: Redis, prefix: string): StageResultDeadLetters {
+export function createStageResultDeadLetters(connection: RedisConnection, prefix: string): StageResultDeadLetters {
   // Remade after a failed setup: the result-consumer reads the count on every scrape, through outages.
   const queue = reopeningQueue(() => new Queue(STAGE_RESULTS_QUEUE, { connection, prefix }));
   const failedJob = async (jobId: string): Promise<Job | undefined> => {

@@ -1,7 +1,6 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
-import { createRedis } from './connection.js';
+import { createRedis, type RedisConnection } from './connection.js';
 import { createStageResultsProducer } from './stage-results.js';
 
 /** A port nothing listens on: Redis away. */
@@ -14,7 +13,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('the stage-results producer while Redis is away (decision 0120)', () => {
-  let connection: Redis;
+  let connection: RedisConnection;
   beforeAll(async () => {
     connection = createRedis(`redis://127.0.0.1:${await closedPort()}`, 'producer');
     connection.on('error', () => undefined);

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { reopeningQueue } from './connection.js';
+import { reopeningQueue, type RedisConnection } from './connection.js';
 import { compile, type StageResultSubmit } from '@po/contracts';
 
 /** Accepted worker results on their way from the worker-gateway to the result-consumer. */
@@ -96,7 +95,7 @@ export interface StageResultsProducer {
   close(): Promise<void>;
 }
 
-export function createStageResultsProducer(connection: Redis, prefix: string): StageResultsProducer {
+export function createStageResultsProducer(connection: RedisConnection, prefix: string): StageResultsProducer {
   const queue = reopeningQueue(() => new Queue(STAGE_RESULTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS }));
   return {
     async publish(message) {
@@ -170,7 +169,7 @@ export interface StageResultsConsumerOptions {
 }
 
 export function createStageResultsConsumer(
-  connection: Redis,
+  connection: RedisConnection,
   prefix: string,
   apply: (message: StageResultMessage) => Promise<void>,
   options: StageResultsConsumerOptions = {},

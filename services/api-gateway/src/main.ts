@@ -21,7 +21,7 @@ const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'api-gateway', level: config.logLevel });
 const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'api-gateway'), max: config.databasePoolMax });
 observeDatabasePool(() => poolSample(db));
-const redis = createRedis(config.redisUrl, 'producer');
+const redis = createRedis(config.redis, 'producer');
 const events = createPipelineEventsProducer(redis, config.queuePrefix);
 // Its first passes publish the first stages of most pipelines: GET /metrics reads the depth and
 // age of those queues, as pipeline-service's does for the queues it publishes to.

@@ -27,8 +27,8 @@ const logger = createLogger({ service: 'pipeline-service', level: config.logLeve
 // Event batches and the sweeper's statements run beside each other.
 const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'pipeline-service'), max: Math.min(config.databasePoolMax, BATCH_CONCURRENCY + 4) });
 observeDatabasePool(() => poolSample(db));
-const consumerRedis = createRedis(config.redisUrl, 'worker');
-const producerRedis = createRedis(config.redisUrl, 'producer');
+const consumerRedis = createRedis(config.redis, 'worker');
+const producerRedis = createRedis(config.redis, 'producer');
 // GET /metrics reads depth and oldest age of the StageNext queues this process published to recently.
 const queueStats = createStageNextQueueStats(producerRedis, config.queuePrefix);
 observeStageNextQueues(() => queueStats.read());

@@ -14,8 +14,8 @@ const logger = createLogger({ service: 'result-consumer', level: config.logLevel
 // Batches in flight, plus the statements beside them (marking published, resolving old messages).
 const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'result-consumer'), max: Math.min(config.databasePoolMax, config.batchConcurrency + 2) });
 observeDatabasePool(() => poolSample(db));
-const consumerRedis = createRedis(config.redisUrl, 'worker');
-const producerRedis = createRedis(config.redisUrl, 'producer');
+const consumerRedis = createRedis(config.redis, 'worker');
+const producerRedis = createRedis(config.redis, 'producer');
 
 const publisher = createStageNextPublisher(producerRedis, config.queuePrefix);
 const events = createPipelineEventsProducer(producerRedis, config.queuePrefix);

@@ -22,7 +22,7 @@ const db = createDb(config.databaseUrl, {
   onConnect: warmFireConnection,
 });
 observeDatabasePool(() => poolSample(db));
-const redis = createRedis(config.redisUrl, 'producer');
+const redis = createRedis(config.redis, 'producer');
 
 const deps: SchedulerDeps = {
   db,

@@ -13,9 +13,9 @@ const config = loadConfig(parseConfig);
 const logger = createLogger({ service: 'worker-gateway', level: config.logLevel });
 const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'worker-gateway'), max: config.databasePoolMax });
 observeDatabasePool(() => poolSample(db));
-const producerRedis = createRedis(config.redisUrl, 'producer');
-const fetchRedis = createRedis(config.redisUrl, 'worker');
-const wakeRedis = createRedis(config.redisUrl, 'worker');
+const producerRedis = createRedis(config.redis, 'producer');
+const fetchRedis = createRedis(config.redis, 'worker');
+const wakeRedis = createRedis(config.redis, 'worker');
 
 const fetcher = new StageNextFetcher(fetchRedis, config.queuePrefix, {
   visibilityTimeoutMs: config.visibilityTimeoutMs,

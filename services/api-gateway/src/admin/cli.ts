@@ -24,7 +24,7 @@ const config = loadConfig((env) => {
 });
 const db = createDb(config.databaseUrl, { ...databaseOptions(config, 'admin'), max: 1 });
 // Redis only for the commands on its queues: the others work without it.
-const redis = needsRedis ? createRedis(config.redisUrl, 'producer') : undefined;
+const redis = needsRedis ? createRedis(config.redis, 'producer') : undefined;
 let queues: AdminQueues | undefined;
 try {
   if (redis) {

@@ -1,0 +1,26 @@
+import { Queue, Worker, createRedisBackend } from 'bullmq';
+import { Redis } from 'ioredis';
+const r = new Redis({ port: 6379 });
+const cnt = async () => Number(/total_commands_processed:(\d+)/.exec(await r.info('stats'))[1]);
+const conn = new Redis({ maxRetriesPerRequest: null });
+const prefix = 'cnt' + Date.now();
+const q = new Queue('q1', { connection: conn, prefix, defaultJobOptions: { removeOnComplete: true, removeOnFail: true } });
+await q.waitUntilReady();
+const w = new Worker('q1', null, { connection: conn, prefix, autorun: false, skipLockRenewal: true, lockDuration: 60000 }, (n, o) => createRedisBackend(n, o, { withBlockingConnection: false }));
+await w.waitUntilReady();
+await q.add('stage', { a: 1 }, { jobId: 'x0' }); await w.getNextJob('t0', { block: false }).then(j => j.moveToCompleted(null, 't0', false));
+const N = 50;
+let a = await cnt(); for (let i = 0; i < N; i++) await q.add('stage', { a: i }, { jobId: 'j' + i }); let b = await cnt(); console.log('add', (b - a - 1) / N);
+const jobs = []; a = await cnt(); for (let i = 0; i < N; i++) jobs.push(await w.getNextJob('t' + i, { block: false })); b = await cnt(); console.log('getNextJob', (b - a - 1) / N);
+a = await cnt(); for (let i = 0; i < N; i++) await jobs[i].moveToCompleted(null, 't' + i, false); b = await cnt(); console.log('moveToCompleted', (b - a - 1) / N);
+a = await cnt(); for (let i = 0; i < N; i++) await r.publish('x', 'y'); b = await cnt(); console.log('publish', (b - a - 1) / N);
+// results-like
+const rq = new Queue('rq', { connection: conn, prefix, defaultJobOptions: { removeOnComplete: true, removeOnFail: false, attempts: 1e9, backoff: { type: 'exponential', delay: 1000 } } });
+await rq.waitUntilReady();
+a = await cnt(); for (let i = 0; i < N; i++) await rq.add('result', { a: i }, { jobId: 'r' + i }); b = await cnt(); console.log('result add', (b - a - 1) / N);
+let done = 0; let res;
+const p = new Promise(r2 => res = r2);
+const wc = new Worker('rq', async () => { if (++done === N) res(); }, { connection: new Redis({ maxRetriesPerRequest: null }), prefix, concurrency: 64, autorun: false });
+await wc.waitUntilReady();
+a = await cnt(); wc.run(); await p; await new Promise(r3 => setTimeout(r3, 300)); b = await cnt(); console.log('consume per job (incl idle)', (b - a - 1) / N);
+await wc.close(); await w.close(); await q.close(); await rq.close(); conn.disconnect(); r.disconnect();
