@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { stageNextBullName } from '@po/queues';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from './support/cluster.js';
 import { call, waitFor } from './support/http.js';
@@ -59,7 +60,7 @@ describe('a StageNext job deleted from Redis after its publication was confirmed
 
     // The message vanishes the way a lost one would: its job and its place in the wait list.
     const redis = new Redis(cluster.env.REDIS_URL!, { maxRetriesPerRequest: null });
-    const queue = new Queue(`app_${app.applicationId}_echo_StageNext`, { connection: redis, prefix: cluster.prefix });
+    const queue = new Queue(stageNextBullName(`app_${app.applicationId}_echo_StageNext`), { connection: redis, prefix: cluster.prefix });
     try {
       expect(await queue.getJob(execution.id), 'the StageNext job (id = executionId) before the deletion').toBeDefined();
       await queue.remove(execution.id);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlOf } from '@po/db';
 import { insertPipeline } from './steps/create.js';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
-import { createPipelineEventsProducer, createRedis, createStageNextPublisher, type StageResultMessage } from '@po/queues';
+import { createPipelineEventsProducer, createRedis, createStageNextPublisher, type StageResultMessage, stageNextBullName } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
 import { Engine, type EngineDeps } from './engine.js';
@@ -77,7 +77,7 @@ const result = (pipelineId: number, s: { stageId: number; executionId: string },
 const stagesOf = (pipelineId: number) => db().stage.findMany({ where: { pipelineId: BigInt(pipelineId) }, orderBy: { position: 'asc' } });
 const executionsOf = (pipelineId: number) => db().stageExecution.findMany({ where: { stage: { pipelineId: BigInt(pipelineId) } } });
 const waiting = async (handler: string) => {
-  const queue = new Queue(`app_${applicationId}_${handler}_StageNext`, { connection: redis, prefix });
+  const queue = new Queue(stageNextBullName(`app_${applicationId}_${handler}_StageNext`), { connection: redis, prefix });
   const jobs = await queue.getJobs(['waiting']);
   await queue.close();
   return jobs;
@@ -275,7 +275,7 @@ describe('the engine (addendum §9, §12, §13)', () => {
     await engine.run([{ kind: 'pass', pipelineId: id }]);
     const [root] = await lease(id);
     await engine.run([result(id, root!)]);
-    const queue = new Queue(`app_${applicationId}_fan_StageNext`, { connection: redis, prefix });
+    const queue = new Queue(stageNextBullName(`app_${applicationId}_fan_StageNext`), { connection: redis, prefix });
     const jobs = await queue.getJobs(['waiting']);
     await queue.close();
     const leaves = jobs.filter((j) => j.data.stageName.startsWith('leaf'));

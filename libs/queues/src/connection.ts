@@ -102,7 +102,7 @@ export class ReplicasNotConfirmed extends Error {
 export async function confirmReplicated(connection: RedisConnection, key: string, replicas: number, timeoutMs: number): Promise<void> {
   if (replicas <= 0) return;
   let confirmed: unknown;
-  if (connection instanceof Cluster) {
+  if (isCluster(connection)) {
     const owner = connection.slots[keySlot(key)]?.[0];
     const primary = connection.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
     if (!primary) throw new ReplicasNotConfirmed(replicas, 0);
@@ -146,6 +146,11 @@ export function reopeningQueue<Q extends QueueBase>(make: () => Q): { get(): Q; 
       await current?.close();
     },
   };
+}
+
+/** A cluster connection: no command or pipeline may span slots on it. */
+export function isCluster(connection: RedisConnection): connection is Cluster {
+  return connection instanceof Cluster;
 }
 
 /** Whether the connection is up and may take commands now (a cluster: its slots are known). */

@@ -1,6 +1,7 @@
-export { ReplicasNotConfirmed, confirmReplicated, createRedis, isRedisReady, pingRedis, singleRedis, type RedisConnection } from './connection.js';
+export { ReplicasNotConfirmed, confirmReplicated, createRedis, isCluster, isRedisReady, pingRedis, singleRedis, type RedisConnection } from './connection.js';
 export { keySlot } from './key-slot.js';
 export {
+  LEGACY_PIPELINE_EVENTS_QUEUE,
   PIPELINE_EVENTS_QUEUE,
   PIPELINE_EVENT_TYPES,
   createPipelineEventsConsumer,
@@ -29,7 +30,10 @@ export {
   DEAD_LETTER_REASONS,
   RESULTS_MAX_ATTEMPTS_DEFAULT,
   ResultDeadLettered,
-  STAGE_RESULTS_QUEUE,
+  LEGACY_STAGE_RESULTS_QUEUE,
+  STAGE_RESULTS_SHARDS,
+  stageResultsQueue,
+  stageResultsQueues,
   createStageResultsConsumer,
   createStageResultsProducer,
   resultJobId,
@@ -39,6 +43,7 @@ export {
   type ResultFailureClass,
   type StageResultMessage,
   type StageResultsConsumerOptions,
+  type StageResultsProducerOptions,
   type StageResultsProducer,
 } from './stage-results.js';
 export { createStageResultDeadLetters, type ResultDeadLetter, type StageResultDeadLetters } from './stage-results-dead-letters.js';

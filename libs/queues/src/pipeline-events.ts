@@ -1,9 +1,15 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { reopeningQueue, type RedisConnection } from './connection.js';
+import { isCluster, reopeningQueue, type RedisConnection } from './connection.js';
 import { compile } from '@po/contracts';
 
-/** Announcements of state changes that can make a stage ready; consumed by pipeline-service. */
-export const PIPELINE_EVENTS_QUEUE = 'pipeline-events';
+/**
+ * Announcements of state changes that can make a stage ready; consumed by pipeline-service. The
+ * name is its own hash tag: every key of the queue in one cluster slot (decision 0123).
+ */
+export const PIPELINE_EVENTS_QUEUE = '{pipeline-events}';
+
+/** The queue's 0.5 name, which services of the previous release publish to during a rolling upgrade. */
+export const LEGACY_PIPELINE_EVENTS_QUEUE = 'pipeline-events';
 
 export const PIPELINE_EVENT_TYPES = [
   'pipeline.created',
@@ -86,22 +92,21 @@ export function createPipelineEventsProducer(connection: RedisConnection, prefix
   };
 }
 
+/** The consumer of the queue, and of its 0.5 name unless on a cluster (where its keys span slots). */
 export function createPipelineEventsConsumer(
   connection: RedisConnection,
   prefix: string,
   handle: (event: PipelineEvent) => Promise<void>,
-  options: { concurrency?: number } = {},
-): Worker {
-  return new Worker(
-    PIPELINE_EVENTS_QUEUE,
-    async (job: Job) => {
-      const result = validatePipelineEvent(job.data);
-      if (!result.ok) {
-        // A malformed event can never succeed; retrying it would only delay the ones behind it.
-        throw new UnrecoverableError(`invalid pipeline event: ${JSON.stringify(result.errors)}`);
-      }
-      await handle(result.value);
-    },
-    { connection, prefix, concurrency: options.concurrency ?? 8 },
-  );
+  options: { concurrency?: number; legacy?: boolean } = {},
+): Worker[] {
+  const process = async (job: Job) => {
+    const result = validatePipelineEvent(job.data);
+    if (!result.ok) {
+      // A malformed event can never succeed; retrying it would only delay the ones behind it.
+      throw new UnrecoverableError(`invalid pipeline event: ${JSON.stringify(result.errors)}`);
+    }
+    await handle(result.value);
+  };
+  const names = (options.legacy ?? !isCluster(connection)) ? [PIPELINE_EVENTS_QUEUE, LEGACY_PIPELINE_EVENTS_QUEUE] : [PIPELINE_EVENTS_QUEUE];
+  return names.map((name) => new Worker(name, process, { connection, prefix, concurrency: options.concurrency ?? 8 }));
 }

@@ -18,11 +18,15 @@ export const stageNextWakeChannel = (prefix: string): string => `${prefix}:stage
 /**
  * The BullMQ queue behind a worker-facing StageNext queue name. BullMQ refuses `:` (its key
  * separator) and a handler may contain any character (decision 0081), so `%` and `:` are
- * percent-encoded: the mapping cannot collide, and names without either stay as they always were.
+ * percent-encoded, and so are the braces: the whole name is the queue's hash tag (`{…}`), which
+ * keeps every key of one queue in one Redis Cluster slot while different queues — different
+ * applications and handlers — spread over the slots (decision 0123). The mapping cannot collide.
  */
 export function stageNextBullName(queue: string): string {
-  return queue.replace(/[%:]/g, (c) => (c === '%' ? '%25' : '%3A'));
+  return `{${queue.replace(/[%:{}]/g, (c) => ENCODED[c]!)}}`;
 }
+
+const ENCODED: Record<string, string> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
 
 const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const;
 
@@ -87,15 +91,22 @@ export function createStageNextPublisher(
       options.onPublished?.(name);
     },
     async missing(jobs) {
-      if (jobs.length === 0) return new Set();
-      const pipeline = connection.pipeline();
-      for (const j of jobs) pipeline.exists(keys.toKey(stageNextBullName(j.queue), j.executionId));
-      const answers = (await pipeline.exec()) ?? [];
       const gone = new Set<string>();
-      jobs.forEach((j, i) => {
-        const [err, found] = answers[i] ?? [new Error('no answer'), 0];
-        if (!err && found === 0) gone.add(j.executionId);
-      });
+      if (jobs.length === 0) return gone;
+      // One pipeline per queue: a queue's keys share a cluster slot, different queues' do not.
+      const byQueue = new Map<string, string[]>();
+      for (const j of jobs) byQueue.set(j.queue, [...(byQueue.get(j.queue) ?? []), j.executionId]);
+      await Promise.all(
+        [...byQueue].map(async ([queue, ids]) => {
+          const pipeline = connection.pipeline();
+          for (const id of ids) pipeline.exists(keys.toKey(stageNextBullName(queue), id));
+          const answers = (await pipeline.exec()) ?? [];
+          ids.forEach((id, i) => {
+            const [err, found] = answers[i] ?? [new Error('no answer'), 0];
+            if (!err && found === 0) gone.add(id);
+          });
+        }),
+      );
       return gone;
     },
     async close() {

@@ -1,6 +1,6 @@
 import { Queue, type Job } from 'bullmq';
-import { reopeningQueue, type RedisConnection } from './connection.js';
-import { STAGE_RESULTS_QUEUE } from './stage-results.js';
+import { isCluster, reopeningQueue, type RedisConnection } from './connection.js';
+import { stageResultsQueues } from './stage-results.js';
 
 /**
  * One dead-lettered result as an operator sees it: ids, counts and the failure, never the result
@@ -20,7 +20,7 @@ export interface ResultDeadLetter {
   attemptsMade: number;
 }
 
-/** The dead letters of `stage-results`: its failed set (decision 0119). */
+/** The dead letters of the results queues: their failed sets (decision 0119), every shard together. */
 export interface StageResultDeadLetters {
   count(): Promise<number>;
   /** The newest `limit` dead letters, newest first. */
@@ -59,18 +59,28 @@ function view(job: Job): ResultDeadLetter {
 
 export function createStageResultDeadLetters(connection: RedisConnection, prefix: string): StageResultDeadLetters {
   // Remade after a failed setup: the result-consumer reads the count on every scrape, through outages.
-  const queue = reopeningQueue(() => new Queue(STAGE_RESULTS_QUEUE, { connection, prefix }));
+  const queues = stageResultsQueues({ legacy: !isCluster(connection) }).map((name) => reopeningQueue(() => new Queue(name, { connection, prefix })));
+  const all = () => queues.map((q) => q.get());
+  // A result's job id names its execution, attempt and worker: it is in one shard at most.
   const failedJob = async (jobId: string): Promise<Job | undefined> => {
-    const job = await queue.get().getJob(jobId);
-    return job && (await job.isFailed()) ? job : undefined;
+    for (const queue of all()) {
+      const job = await queue.getJob(jobId);
+      if (job && (await job.isFailed())) return job;
+    }
+    return undefined;
   };
   const replay = async (job: Job) => job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
   return {
-    count: () => queue.get().getFailedCount(),
+    count: async () => (await Promise.all(all().map((q) => q.getFailedCount()))).reduce((a, b) => a + b, 0),
     async list(limit) {
-      // A job removed between the read of the set and of its hash comes back empty.
-      const jobs = await queue.get().getFailed(0, limit - 1);
-      return jobs.filter((job): job is Job => Boolean(job)).map(view);
+      // Each shard's newest `limit`, then the newest of them all. A job removed between the read
+      // of the set and of its hash comes back empty.
+      const jobs = (await Promise.all(all().map((q) => q.getFailed(0, limit - 1)))).flat();
+      return jobs
+        .filter((job): job is Job => Boolean(job))
+        .sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0))
+        .slice(0, limit)
+        .map(view);
     },
     async replay(jobId) {
       const job = await failedJob(jobId);
@@ -81,13 +91,15 @@ export function createStageResultDeadLetters(connection: RedisConnection, prefix
     async replayAll() {
       // The ids first: a replayed result that fails for good at once (a malformed message) comes
       // back into the set it is being read from.
-      const ids = await queue.get().getRanges(['failed'], 0, -1);
       let replayed = 0;
-      for (const id of ids) {
-        const job = await failedJob(id);
-        if (!job) continue;
-        await replay(job);
-        replayed += 1;
+      for (const queue of all()) {
+        const ids = await queue.getRanges(['failed'], 0, -1);
+        for (const id of ids) {
+          const job = await queue.getJob(id);
+          if (!job || !(await job.isFailed())) continue;
+          await replay(job);
+          replayed += 1;
+        }
       }
       return replayed;
     },
@@ -97,6 +109,8 @@ export function createStageResultDeadLetters(connection: RedisConnection, prefix
       await job.remove();
       return true;
     },
-    close: () => queue.close(),
+    close: async () => {
+      await Promise.all(queues.map((q) => q.close()));
+    },
   };
 }

@@ -34,7 +34,7 @@ describe('the stage-results producer while Redis is away (decision 0120)', () =>
   });
 
   it('cannot tell which results wait: rejects rather than answering none', async () => {
-    await expect(producer().waiting([{ executionId: message.result.executionId, attempt: 1, workerId: message.workerId }])).rejects.toThrow();
+    await expect(producer().waiting([{ applicationId: message.applicationId, executionId: message.result.executionId, attempt: 1, workerId: message.workerId }])).rejects.toThrow();
     await expect(producer().waiting([])).resolves.toEqual(new Set());
   });
 });

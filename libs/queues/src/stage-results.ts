@@ -1,10 +1,31 @@
 import { createHash } from 'node:crypto';
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { reopeningQueue, type RedisConnection } from './connection.js';
+import { confirmReplicated, isCluster, reopeningQueue, type RedisConnection } from './connection.js';
 import { compile, type StageResultSubmit } from '@po/contracts';
 
-/** Accepted worker results on their way from the worker-gateway to the result-consumer. */
-export const STAGE_RESULTS_QUEUE = 'stage-results';
+/**
+ * Accepted worker results on their way from the worker-gateway to the result-consumer: one of
+ * STAGE_RESULTS_SHARDS queues, chosen by the application, each its own hash tag, so on a Redis
+ * Cluster the results of different applications spread over the slots while each queue's keys stay
+ * in one (decision 0123). The count is fixed: changing it would strand results queued in a shard
+ * that no longer exists.
+ */
+export const STAGE_RESULTS_SHARDS = 8;
+
+export function stageResultsQueue(applicationId: number): string {
+  return `{stage-results-${applicationId % STAGE_RESULTS_SHARDS}}`;
+}
+
+/** Every results queue, the 0.5 one (no hash tag) last: see `legacy` in StageResultsConsumerOptions. */
+export function stageResultsQueues(options: { legacy: boolean }): string[] {
+  const shards = Array.from({ length: STAGE_RESULTS_SHARDS }, (_, shard) =>
+    stageResultsQueue(shard),
+  );
+  return options.legacy ? [...shards, LEGACY_STAGE_RESULTS_QUEUE] : shards;
+}
+
+/** The one results queue of 0.5 and before, which gateways of an older release still publish to during an upgrade. */
+export const LEGACY_STAGE_RESULTS_QUEUE = 'stage-results';
 
 export interface StageResultMessage {
   applicationId: number;
@@ -41,7 +62,9 @@ export const stageResultMessageSchema = {
   },
 } as const;
 
-const validateStageResultMessage = compile<StageResultMessage>(stageResultMessageSchema, { normalise: false });
+const validateStageResultMessage = compile<StageResultMessage>(stageResultMessageSchema, {
+  normalise: false,
+});
 
 /**
  * A result that got 202 is never dropped because PostgreSQL or Redis was away for a while (an
@@ -85,52 +108,115 @@ export function resultJobId(executionId: string, attempt: number, workerId?: str
 }
 
 export interface StageResultsProducer {
-  /** Resolves once Redis confirmed the job: only then may the gateway answer 202. */
+  /**
+   * Resolves once Redis confirmed the job and, with `minReplicasAck`, once that many replicas hold
+   * it (else ReplicasNotConfirmed): only then may the gateway answer 202.
+   */
   publish(message: StageResultMessage): Promise<void>;
   /**
    * The executions among `results` whose result for that attempt waits on the queue to be applied
    * (or is being applied): the receipt of a 202 that the sweeper honours (decision 0062).
    */
-  waiting(results: readonly { executionId: string; attempt: number; workerId: string | null }[]): Promise<Set<string>>;
+  waiting(
+    results: readonly {
+      applicationId: number;
+      executionId: string;
+      attempt: number;
+      workerId: string | null;
+    }[],
+  ): Promise<Set<string>>;
   close(): Promise<void>;
 }
 
-export function createStageResultsProducer(connection: RedisConnection, prefix: string): StageResultsProducer {
-  const queue = reopeningQueue(() => new Queue(STAGE_RESULTS_QUEUE, { connection, prefix, defaultJobOptions: JOB_OPTIONS }));
+export interface StageResultsProducerOptions {
+  /** Replicas that must hold a result before publish resolves (REDIS_MIN_REPLICAS_ACK); 0: the primary's reply is enough. */
+  minReplicasAck?: number;
+  replicaAckTimeoutMs?: number;
+}
+
+export function createStageResultsProducer(
+  connection: RedisConnection,
+  prefix: string,
+  options: StageResultsProducerOptions = {},
+): StageResultsProducer {
+  const shards = new Map<string, ReturnType<typeof reopeningQueue<Queue>>>();
+  const queueOf = (name: string) => {
+    let queue = shards.get(name);
+    if (!queue) {
+      queue = reopeningQueue(
+        () => new Queue(name, { connection, prefix, defaultJobOptions: JOB_OPTIONS }),
+      );
+      shards.set(name, queue);
+    }
+    return queue.get();
+  };
+  const minReplicas = options.minReplicasAck ?? 0;
+  const replicaTimeout = options.replicaAckTimeoutMs ?? 1000;
   return {
     async publish(message) {
       // BullMQ sets a queue up on its first use and waits for Redis to do so: a gateway whose first
       // result comes during an outage would hold it until Redis is back. Fail fast, as producers do.
       if (connection.status !== 'ready') throw new Error(`Redis connection ${connection.status}`);
-      await queue.get().add('result', message, { jobId: resultJobId(message.result.executionId, message.result.attempt, message.workerId) });
+      const queue = queueOf(stageResultsQueue(message.applicationId));
+      const jobId = resultJobId(
+        message.result.executionId,
+        message.result.attempt,
+        message.workerId,
+      );
+      // A repeated post finds its job there already and waits for the replicas all the same.
+      await queue.add('result', message, { jobId });
+      await confirmReplicated(connection, queue.toKey(jobId), minReplicas, replicaTimeout);
     },
     async waiting(results) {
       const found = new Set<string>();
       if (results.length === 0) return found;
-      // The lease holder's job, and a job queued under the id without a worker (before decision 0117).
-      const candidates = results.flatMap((r) => [
-        ...(r.workerId === null ? [] : [{ executionId: r.executionId, id: resultJobId(r.executionId, r.attempt, r.workerId) }]),
-        { executionId: r.executionId, id: resultJobId(r.executionId, r.attempt) },
-      ]);
-      const ids = candidates.map((c) => c.id);
-      const pipeline = connection.pipeline();
-      for (const id of ids) pipeline.exists(queue.get().toKey(id));
-      const answers = (await pipeline.exec()) ?? [];
-      // Redis away is not "no result waits": the caller must not expire what it cannot check (decision 0120).
-      const failed = answers.find(([err]) => err)?.[0];
-      if (failed) throw failed;
-      // A job that exists may still have failed for good (malformed): only pending ones count.
+      // The lease holder's job, and a job queued under the id without a worker (before decision 0117);
+      // in the application's shard, and in the 0.5 queue where a result queued before the upgrade waits.
+      const candidates = results.flatMap((r) =>
+        [
+          stageResultsQueue(r.applicationId),
+          ...(isCluster(connection) ? [] : [LEGACY_STAGE_RESULTS_QUEUE]),
+        ].flatMap((queue) => [
+          ...(r.workerId === null
+            ? []
+            : [
+                {
+                  queue,
+                  executionId: r.executionId,
+                  id: resultJobId(r.executionId, r.attempt, r.workerId),
+                },
+              ]),
+          { queue, executionId: r.executionId, id: resultJobId(r.executionId, r.attempt) },
+        ]),
+      );
+      const byQueue = new Map<string, typeof candidates>();
+      for (const c of candidates) byQueue.set(c.queue, [...(byQueue.get(c.queue) ?? []), c]);
+      // One pipeline per queue: each queue is its own cluster slot.
       await Promise.all(
-        candidates.map(async (r, i) => {
-          const [err, exists] = answers[i] ?? [null, 0];
-          if (err || exists === 0) return;
-          const state = await queue.get().getJobState(ids[i]!);
-          if (state !== 'failed' && state !== 'completed' && state !== 'unknown') found.add(r.executionId);
+        [...byQueue].map(async ([name, list]) => {
+          const queue = queueOf(name);
+          const pipeline = connection.pipeline();
+          for (const c of list) pipeline.exists(queue.toKey(c.id));
+          const answers = (await pipeline.exec()) ?? [];
+          // Redis away is not "no result waits": the caller must not expire what it cannot check (decision 0120).
+          const failed = answers.find(([err]) => err)?.[0];
+          if (failed) throw failed;
+          // A job that exists may still have failed for good (malformed): only pending ones count.
+          await Promise.all(
+            list.map(async (c, i) => {
+              if (answers[i]?.[1] === 0) return;
+              const state = await queue.getJobState(c.id);
+              if (state !== 'failed' && state !== 'completed' && state !== 'unknown')
+                found.add(c.executionId);
+            }),
+          );
         }),
       );
       return found;
     },
-    close: () => queue.close(),
+    close: async () => {
+      await Promise.all([...shards.values()].map((q) => q.close()));
+    },
   };
 }
 
@@ -138,7 +224,11 @@ export function createStageResultsProducer(connection: RedisConnection, prefix: 
 export type ResultFailureClass = 'outage' | 'contention' | 'error';
 
 /** Why a result was dead-lettered: its message was malformed, or its attempts ran out on this class of failure. */
-export const DEAD_LETTER_REASONS = ['invalid_message', 'contention', 'error'] as const satisfies readonly ('invalid_message' | Exclude<ResultFailureClass, 'outage'>)[];
+export const DEAD_LETTER_REASONS = [
+  'invalid_message',
+  'contention',
+  'error',
+] as const satisfies readonly ('invalid_message' | Exclude<ResultFailureClass, 'outage'>)[];
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 
 /**
@@ -166,58 +256,78 @@ export interface StageResultsConsumerOptions {
   retryDelay?: (attemptsMade: number) => number;
   /** Called once when an outage starts (the first outage failure since an application succeeded). */
   onOutage?: (err: unknown) => void;
+  /**
+   * Also consume the 0.5 queue (`stage-results`, no hash tag), which gateways of the previous release
+   * publish to during a rolling upgrade. Never on a cluster: its keys span slots.
+   */
+  legacy?: boolean;
 }
 
+/** One BullMQ worker per results queue (every shard, and the 0.5 queue unless on a cluster). */
 export function createStageResultsConsumer(
   connection: RedisConnection,
   prefix: string,
   apply: (message: StageResultMessage) => Promise<void>,
   options: StageResultsConsumerOptions = {},
-): Worker {
+): Worker[] {
   const maxAttempts = options.maxAttempts ?? RESULTS_MAX_ATTEMPTS_DEFAULT;
   const classify = options.classify ?? (() => 'error' as const);
-  const describe = options.describe ?? ((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 500));
+  const describe =
+    options.describe ??
+    ((err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 500));
   // During an outage every result waits as long as the outage has lasted so far (so the waits double,
   // whatever the concurrency), between 200 ms and OUTAGE_MAX_DELAY_MS.
   let outageSince: number | undefined;
-  return new Worker(
-    STAGE_RESULTS_QUEUE,
-    async (job: Job, token?: string) => {
-      const checked = validateStageResultMessage(job.data);
-      if (!checked.ok) throw new ResultDeadLettered('invalid_message', `invalid stage result message: ${JSON.stringify(checked.errors)}`);
-      try {
-        await apply(checked.value);
-        outageSince = undefined;
-      } catch (err) {
-        const failure = classify(err);
-        if (failure === 'outage') {
-          const now = Date.now();
-          if (outageSince === undefined) {
-            outageSince = now;
-            options.onOutage?.(err);
-          }
-          // Moved to delayed without counting an attempt: BullMQ leaves attemptsMade alone.
-          await job.moveToDelayed(now + Math.min(OUTAGE_MAX_DELAY_MS, Math.max(200, now - outageSince)), token);
-          throw new DelayedError();
+  const process = async (job: Job, token?: string) => {
+    const checked = validateStageResultMessage(job.data);
+    if (!checked.ok)
+      throw new ResultDeadLettered(
+        'invalid_message',
+        `invalid stage result message: ${JSON.stringify(checked.errors)}`,
+      );
+    try {
+      await apply(checked.value);
+      outageSince = undefined;
+    } catch (err) {
+      const failure = classify(err);
+      if (failure === 'outage') {
+        const now = Date.now();
+        if (outageSince === undefined) {
+          outageSince = now;
+          options.onOutage?.(err);
         }
-        const attempts = job.attemptsMade + 1;
-        if (attempts >= maxAttempts) {
-          throw new ResultDeadLettered(failure, `${failure} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describe(err, checked.value)}`);
-        }
-        throw err;
+        // Moved to delayed without counting an attempt: BullMQ leaves attemptsMade alone.
+        await job.moveToDelayed(
+          now + Math.min(OUTAGE_MAX_DELAY_MS, Math.max(200, now - outageSince)),
+          token,
+        );
+        throw new DelayedError();
       }
-    },
-    {
-      connection,
-      prefix,
-      concurrency: options.concurrency ?? 64,
-      // A consumer killed mid-batch (or cut from Redis) leaves its jobs active: their lock lapses
-      // within 10 s and the stalled check returns them within 5 s more, as often as that happens.
-      // Meanwhile the execution's receipt keeps the sweeper from expiring it (decision 0062).
-      maxStalledCount: Number.MAX_SAFE_INTEGER,
-      lockDuration: 10_000,
-      stalledInterval: 5_000,
-      settings: { backoffStrategy: options.retryDelay ?? resultRetryDelay },
-    },
+      const attempts = job.attemptsMade + 1;
+      if (attempts >= maxAttempts) {
+        throw new ResultDeadLettered(
+          failure,
+          `${failure} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describe(err, checked.value)}`,
+        );
+      }
+      throw err;
+    }
+  };
+  return stageResultsQueues({
+    legacy: options.legacy ?? !isCluster(connection),
+  }).map(
+    (name) =>
+      new Worker(name, process, {
+        connection,
+        prefix,
+        concurrency: options.concurrency ?? 64,
+        // A consumer killed mid-batch (or cut from Redis) leaves its jobs active: their lock lapses
+        // within 10 s and the stalled check returns them within 5 s more, as often as that happens.
+        // Meanwhile the execution's receipt keeps the sweeper from expiring it (decision 0062).
+        maxStalledCount: Number.MAX_SAFE_INTEGER,
+        lockDuration: 10_000,
+        stalledInterval: 5_000,
+        settings: { backoffStrategy: options.retryDelay ?? resultRetryDelay },
+      }),
   );
 }

@@ -39,10 +39,10 @@ const results = createStageResultsProducer(producerRedis, config.queuePrefix);
 const engine = new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages });
 const deps: DispatcherDeps = { db, engine, publisher, results, logger };
 const passes = createPassRunner(engine, { maxBatch: config.batchSize, maxConcurrent: BATCH_CONCURRENCY });
-const consumer = createPipelineEventsConsumer(consumerRedis, config.queuePrefix, createEventHandler(passes, logger), {
+const consumers = createPipelineEventsConsumer(consumerRedis, config.queuePrefix, createEventHandler(passes, logger), {
   concurrency: config.eventConcurrency,
 });
-consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'pipeline event failed'));
+for (const consumer of consumers) consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'pipeline event failed'));
 const sweeper = startSweeper(deps, {
   intervalMs: config.sweepIntervalMs,
   eventGraceMs: 1000,
@@ -58,7 +58,7 @@ logger.info({ port: server.port, metricsPort: metrics.port }, 'pipeline-service 
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
-  ['event consumer', () => consumer.close()],
+  ['event consumers', async () => Promise.all(consumers.map((c) => c.close()))],
   ['sweeper', () => sweeper.stop()],
   ['retention', () => retention.stop()],
   ['passes', () => passes.drain()],

@@ -23,7 +23,7 @@ const applier = createResultApplier(
   { db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages },
   { maxBatch: config.batchSize, maxConcurrent: config.batchConcurrency },
 );
-const consumer = consumeResults(consumerRedis, config.queuePrefix, applier, logger, { concurrency: config.concurrency, maxAttempts: config.resultsMaxAttempts });
+const consumers = consumeResults(consumerRedis, config.queuePrefix, applier, logger, { concurrency: config.concurrency, maxAttempts: config.resultsMaxAttempts });
 const deadLetters = createStageResultDeadLetters(producerRedis, config.queuePrefix);
 observeResultDeadLetters(() => deadLetters.count());
 
@@ -34,7 +34,7 @@ logger.info({ port: server.port, metricsPort: metrics.port }, 'result-consumer l
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
-  ['result consumer', () => consumer.close()],
+  ['result consumers', async () => Promise.all(consumers.map((c) => c.close()))],
   ['batches', () => applier.drain()],
   ['producers', async () => Promise.all([publisher.close(), events.close(), deadLetters.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],

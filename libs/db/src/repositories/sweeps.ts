@@ -13,8 +13,8 @@ const EXPIRED = statement(
   // Round robin over applications (each one's first due, then each one's second, ...): executions
   // the sweeper passes over (a result still waits for them) of one application never fill the page
   // that another application's expiries need (issue 28).
-  `SELECT id::text AS id, stage_id, attempt, lease_owner, (SELECT pipeline_id FROM stages s WHERE s.id = e.stage_id) AS pipeline_id
-   FROM (SELECT id, stage_id, attempt, lease_owner, LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) AS due,
+  `SELECT id::text AS id, stage_id, attempt, lease_owner, application_id, (SELECT pipeline_id FROM stages s WHERE s.id = e.stage_id) AS pipeline_id
+   FROM (SELECT id, stage_id, attempt, lease_owner, application_id, LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)) AS due,
                 row_number() OVER (PARTITION BY application_id ORDER BY LEAST(lease_expires_at, COALESCE(timeout_at, lease_expires_at)), id) AS turn
          FROM stage_executions
          WHERE ended_at IS NULL AND (lease_expires_at <= now() OR timeout_at <= now()) AND id <> ALL($2::uuid[])) e
@@ -24,6 +24,7 @@ const EXPIRED = statement(
 
 export interface ExecutionRef {
   executionId: string;
+  applicationId: number;
   stageId: number;
   pipelineId: number;
   /** The attempt the lease granted (null: never leased). */
@@ -38,8 +39,11 @@ export interface ExecutionRef {
  * already looked at).
  */
 export async function expiredExecutions(db: Queryable, limit: number, skip: readonly string[] = []): Promise<ExecutionRef[]> {
-  const rows = await db.query<{ id: string; stage_id: string; attempt: number | null; lease_owner: string | null; pipeline_id: string }>(EXPIRED, [limit, skip]);
-  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), pipelineId: Number(r.pipeline_id), attempt: r.attempt, leaseOwner: r.lease_owner }));
+  const rows = await db.query<{ id: string; stage_id: string; attempt: number | null; lease_owner: string | null; application_id: string; pipeline_id: string }>(EXPIRED, [
+    limit,
+    skip,
+  ]);
+  return rows.map((r) => ({ executionId: r.id, applicationId: Number(r.application_id), stageId: Number(r.stage_id), pipelineId: Number(r.pipeline_id), attempt: r.attempt, leaseOwner: r.lease_owner }));
 }
 
 const DUE = statement(

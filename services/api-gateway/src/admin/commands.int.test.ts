@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapWorker, findEnabledApiKeyIgnoringExpiry, findValidApiKey } from '@po/db';
 import { hashSecret } from '@po/http';
 import {
-  STAGE_RESULTS_QUEUE,
+  stageResultsQueue,
   createRedis,
   createStageResultDeadLetters,
   createStageResultsConsumer,
@@ -90,7 +90,7 @@ describe('admin results dead-letters (issue 28, decision 0119)', () => {
   const workerRedis = createRedis(TEST_REDIS_URL, 'worker');
   const queues: AdminQueues = { deadLetters: createStageResultDeadLetters(redis, prefix) };
   const results = createStageResultsProducer(redis, prefix);
-  const queue = new Queue(STAGE_RESULTS_QUEUE, { connection: redis, prefix });
+  const queue = new Queue(stageResultsQueue(7), { connection: redis, prefix });
   const SECRET = 'hunter2-the-context-secret';
   const admin = (...argv: string[]) => runAdmin(database.db, argv, new Date(), queues);
 
@@ -124,7 +124,7 @@ describe('admin results dead-letters (issue 28, decision 0119)', () => {
   beforeAll(async () => {
     for (const n of [1, 2]) await results.publish(message(n));
     await queue.add('result', { applicationId: 7, stageId: 'not a number' }, { jobId: 'r-malformed-1' });
-    const consumer = createStageResultsConsumer(
+    const consumers = createStageResultsConsumer(
       workerRedis,
       prefix,
       async (m) => {
@@ -138,7 +138,7 @@ describe('admin results dead-letters (issue 28, decision 0119)', () => {
         await sleep(25);
       }
     } finally {
-      await consumer.close();
+      await Promise.all(consumers.map((c) => c.close()));
     }
   });
 

@@ -10,6 +10,7 @@ import {
   problemDetailsSchema,
 } from '@po/contracts';
 import { startGateway, type Gateway, type Reply } from '../testing/harness.js';
+import { PIPELINE_EVENTS_QUEUE } from '@po/queues';
 
 let gw: Gateway;
 let events: Queue;
@@ -19,7 +20,7 @@ let snapshotOfA: unknown;
 
 beforeAll(async () => {
   gw = await startGateway();
-  events = new Queue('pipeline-events', { connection: gw.redis, prefix: gw.prefix });
+  events = new Queue(PIPELINE_EVENTS_QUEUE, { connection: gw.redis, prefix: gw.prefix });
   const created = await gw.call('POST', '/pipelines/idempotent', {
     key: gw.appA.key,
     json: {

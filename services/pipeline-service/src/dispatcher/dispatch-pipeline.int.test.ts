@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertPipeline } from '@po/engine';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
 import { Engine, type EngineDeps } from '@po/engine';
-import { createPipelineEventsProducer, createRedis, createStageNextPublisher } from '@po/queues';
+import { createPipelineEventsProducer, createRedis, createStageNextPublisher, stageNextBullName } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
 import { dispatchPipeline } from './dispatch-pipeline.js';
@@ -45,7 +45,7 @@ async function create(definition: PipelineDefinitionInput): Promise<number> {
 }
 
 const queued = async (handler: string) => {
-  const queue = new Queue(`app_${applicationId}_${handler}_StageNext`, { connection: redis, prefix });
+  const queue = new Queue(stageNextBullName(`app_${applicationId}_${handler}_StageNext`), { connection: redis, prefix });
   const jobs = await queue.getJobs(['waiting']);
   await queue.close();
   return jobs;

@@ -16,7 +16,7 @@ import {
   createStageResultsProducer,
   resultJobId,
   stageNextBullName,
-  STAGE_RESULTS_QUEUE,
+  stageResultsQueue,
   type StageNextPublisher,
 } from '@po/queues';
 import { createLogger } from '@po/telemetry';
@@ -140,7 +140,7 @@ describe('the sweeper', () => {
     await sweepOnce(deps, options, newSweeperState());
     expect((await db().stage.findUniqueOrThrow({ where: { id: BigInt(d.stageId) } })).status).toBe('Running');
 
-    const queue = new Queue(STAGE_RESULTS_QUEUE, { connection: redis, prefix });
+    const queue = new Queue(stageResultsQueue(applicationId), { connection: redis, prefix });
     await queue.remove(resultJobId(d.executionId, 1, 'w'));
     await sweepOnce(deps, options, newSweeperState());
     expect(await db().stage.findUniqueOrThrow({ where: { id: BigInt(d.stageId) } })).toMatchObject({ status: 'Failed', lastErrorCode: 'LEASE_EXPIRED' });

@@ -103,10 +103,10 @@ async function expireExecutions(deps: DispatcherDeps, state: SweeperState): Prom
   }
 }
 
-/** A page of expired executions (none of `seen`), and which of them have a result waiting on stage-results. */
+/** A page of expired executions (none of `seen`), and which of them have a result waiting on the results queues. */
 async function readExpired(deps: DispatcherDeps, seen: readonly string[]) {
   const expired = await expiredExecutions(sqlOf(deps.db), BATCH, seen);
-  const leased = expired.filter((e) => e.attempt !== null).map((e) => ({ executionId: e.executionId, attempt: e.attempt!, workerId: e.leaseOwner }));
+  const leased = expired.filter((e) => e.attempt !== null).map((e) => ({ applicationId: e.applicationId, executionId: e.executionId, attempt: e.attempt!, workerId: e.leaseOwner }));
   return { expired, awaited: await deps.results.waiting(leased) };
 }
 

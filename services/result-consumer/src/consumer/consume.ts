@@ -4,7 +4,7 @@ import type { ResultApplier } from './apply-result.js';
 import { classifyFailure, describeFailure, rememberResultSecrets } from './failures.js';
 
 export interface ResultConsumerOptions {
-  /** Results held at once (RESULT_CONSUMER_CONCURRENCY). */
+  /** Results held at once per results queue (RESULT_CONSUMER_CONCURRENCY; the queues are the application shards). */
   concurrency: number;
   /** Failed applications before a result is dead-lettered (RESULTS_MAX_ATTEMPTS). */
   maxAttempts: number;
@@ -13,7 +13,7 @@ export interface ResultConsumerOptions {
 }
 
 /**
- * Takes results from `stage-results` and applies them. A failure is retried with backoff; an
+ * Takes results from the results queues (every application shard) and applies them. A failure is retried with backoff; an
  * outage without spending an attempt; a result whose attempts ran out is dead-lettered, counted and
  * logged, and waits in the queue's failed set for an operator (decision 0119).
  */
@@ -26,13 +26,13 @@ export function consumeResults(
 ) {
   // Every reason served from the start, so increase() sees the first dead letter of each.
   for (const reason of DEAD_LETTER_REASONS) resultsDeadLettered().inc({ reason }, 0);
-  const consumer = createStageResultsConsumer(connection, prefix, async (message) => void (await applier.apply(message)), {
+  const consumers = createStageResultsConsumer(connection, prefix, async (message) => void (await applier.apply(message)), {
     ...options,
     classify: classifyFailure,
     describe: describeFailure,
     onOutage: (err) => logger.warn({ err }, 'PostgreSQL or Redis unavailable: results wait for it without spending attempts'),
   });
-  consumer.on('failed', (job, err) => {
+  const onFailed = (job: { id?: string; data?: unknown; attemptsMade?: number } | undefined, err: Error) => {
     // The error may quote what the result carried: its secrets are censored from the line.
     rememberResultSecrets(job?.data);
     if (err instanceof ResultDeadLettered) {
@@ -44,6 +44,7 @@ export function consumeResults(
       return;
     }
     logger.warn({ err, jobId: job?.id, attemptsMade: job?.attemptsMade }, 'result application failed; retried with backoff');
-  });
-  return consumer;
+  };
+  for (const consumer of consumers) consumer.on('failed', onFailed);
+  return consumers;
 }

@@ -131,8 +131,8 @@ describe('a result that cannot be applied (issue 28, decision 0119)', () => {
     for (const s of good.slice(2)) await results.publish(success(s, [{ key: 'k', value: 'v' }]));
 
     const failures: { jobId: string | undefined; deadLettered: boolean }[] = [];
-    const consumer = consumeResults(workerRedis, prefix, applier, logger, { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 });
-    consumer.on('failed', (job, err) => failures.push({ jobId: job?.id, deadLettered: err instanceof ResultDeadLettered }));
+    const consumers = consumeResults(workerRedis, prefix, applier, logger, { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 });
+    for (const c of consumers) c.on('failed', (job, err) => failures.push({ jobId: job?.id, deadLettered: err instanceof ResultDeadLettered }));
     try {
       await until('the dead letter', async () => (await deadLetters.count()) === 1);
 
@@ -173,7 +173,7 @@ describe('a result that cannot be applied (issue 28, decision 0119)', () => {
       expect(await deadLetters.replay(poisonJob)).toBe(false);
       expect(failures).toHaveLength(MAX_ATTEMPTS);
     } finally {
-      await consumer.close();
+      await Promise.all(consumers.map((c) => c.close()));
     }
   });
 
@@ -185,7 +185,7 @@ describe('a result that cannot be applied (issue 28, decision 0119)', () => {
     let current = down;
     let calls = 0;
     const failures: string[] = [];
-    const consumer = consumeResults(
+    const consumers = consumeResults(
       workerRedis,
       prefix,
       {
@@ -198,7 +198,7 @@ describe('a result that cannot be applied (issue 28, decision 0119)', () => {
       logger,
       { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 },
     );
-    consumer.on('failed', (job) => failures.push(job?.id ?? ''));
+    for (const c of consumers) c.on('failed', (job) => failures.push(job?.id ?? ''));
     try {
       await results.publish(success(s));
       // Past MAX_ATTEMPTS tries a failure that spent attempts would have been dead-lettered.
@@ -209,7 +209,7 @@ describe('a result that cannot be applied (issue 28, decision 0119)', () => {
       expect(await deadLetters.count()).toBe(0);
       expect(lines.some((l) => l.includes('results wait for it without spending attempts'))).toBe(true);
     } finally {
-      await consumer.close();
+      await Promise.all(consumers.map((c) => c.close()));
       await down.drain();
       await unreachable.$disconnect();
     }

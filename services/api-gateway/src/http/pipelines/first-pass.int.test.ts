@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../testing/harness.js';
+import { PIPELINE_EVENTS_QUEUE, stageNextBullName } from '@po/queues';
 
 const started: Gateway[] = [];
 afterAll(async () => {
@@ -25,9 +26,9 @@ async function jobsOf(gw: Gateway, name: string, states: ('waiting' | 'delayed' 
   }
 }
 
-const stageNextJobs = (gw: Gateway, handler: string) => jobsOf(gw, `app_${gw.appA.id}_${handler}_StageNext`, ['waiting']);
+const stageNextJobs = (gw: Gateway, handler: string) => jobsOf(gw, stageNextBullName(`app_${gw.appA.id}_${handler}_StageNext`), ['waiting']);
 const eventsFor = async (gw: Gateway, pipelineId: number) =>
-  (await jobsOf(gw, 'pipeline-events', ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']))
+  (await jobsOf(gw, PIPELINE_EVENTS_QUEUE, ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']))
     .map((j) => j.data as { type: string; pipelineId: number })
     .filter((e) => e.pipelineId === pipelineId);
 

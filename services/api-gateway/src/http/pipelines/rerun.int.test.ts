@@ -6,6 +6,7 @@ import { pipelinePageSchema, pipelineResponseSchema, type PipelineResponse } fro
 import { deleteExpiredPipelines, sqlOf } from '@po/db';
 import { expectProblem, expectValid } from '@po/testing';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
+import { PIPELINE_EVENTS_QUEUE } from '@po/queues';
 
 const T0 = Date.parse('2030-07-01T00:00:00.000Z');
 let now = T0;
@@ -15,7 +16,7 @@ const SECRET = 'rerun-sensitive-value-7f3a';
 
 beforeAll(async () => {
   gw = await startGateway({ clock: () => new Date(now) });
-  events = new Queue('pipeline-events', { connection: gw.redis, prefix: gw.prefix });
+  events = new Queue(PIPELINE_EVENTS_QUEUE, { connection: gw.redis, prefix: gw.prefix });
 });
 afterAll(async () => {
   await events?.close();

@@ -12,6 +12,7 @@ import {
 } from '@po/contracts';
 import { insertRun } from '@po/db';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
+import { PIPELINE_EVENTS_QUEUE } from '@po/queues';
 
 const T0 = new Date('2030-03-04T10:00:00.000Z');
 let now = T0;
@@ -22,7 +23,7 @@ let gw: Gateway;
 let events: Queue;
 beforeAll(async () => {
   gw = await startGateway({ clock: () => now });
-  events = new Queue('pipeline-events', { connection: gw.redis, prefix: gw.prefix });
+  events = new Queue(PIPELINE_EVENTS_QUEUE, { connection: gw.redis, prefix: gw.prefix });
 });
 afterAll(async () => {
   await events?.close();

@@ -11,6 +11,7 @@ import {
   type FieldError,
 } from '@po/contracts';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
+import { PIPELINE_EVENTS_QUEUE } from '@po/queues';
 
 const T0 = new Date('2030-03-04T10:00:00.000Z');
 let now = T0;
@@ -19,7 +20,7 @@ let gw: Gateway;
 let events: Queue;
 beforeAll(async () => {
   gw = await startGateway({ clock: () => now });
-  events = new Queue('pipeline-events', { connection: gw.redis, prefix: gw.prefix });
+  events = new Queue(PIPELINE_EVENTS_QUEUE, { connection: gw.redis, prefix: gw.prefix });
 });
 afterAll(async () => {
   await events?.close();

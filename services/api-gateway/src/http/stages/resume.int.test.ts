@@ -9,12 +9,13 @@ import {
   pipelineResponseSchema,
 } from '@po/contracts';
 import { startGateway, type Gateway, type Reply } from '../../testing/harness.js';
+import { PIPELINE_EVENTS_QUEUE } from '@po/queues';
 
 let gw: Gateway;
 let events: Queue;
 beforeAll(async () => {
   gw = await startGateway();
-  events = new Queue('pipeline-events', { connection: gw.redis, prefix: gw.prefix });
+  events = new Queue(PIPELINE_EVENTS_QUEUE, { connection: gw.redis, prefix: gw.prefix });
 });
 afterAll(async () => {
   await events?.close();

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, expectValid } from '@po/testing';
 import { pullJobResponseSchema, stageQueueName, type StageNextJob } from '@po/contracts';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../../testing/harness.js';
+import { stageNextBullName } from '@po/queues';
 
 describe('a context named by a snapshot (decision 0121)', () => {
   let gw: WorkerGatewayHarness;
@@ -31,7 +32,7 @@ describe('a context named by a snapshot (decision 0121)', () => {
   async function dispatchedWithSnapshot(owner: number) {
     const handler = `snap-${randomUUID().slice(0, 8)}`;
     const seeded = await gw.seedDispatched(gw.appA.id, { name: 'snap', stages: [{ stageName: 's0', stageHandlerName: handler }] }, [0]);
-    const queue = new Queue(stageQueueName(gw.appA.id, handler), { connection: redis, prefix: gw.prefix });
+    const queue = new Queue(stageNextBullName(stageQueueName(gw.appA.id, handler)), { connection: redis, prefix: gw.prefix });
     const message = seeded.messages[0]!;
     // Replace the seeded job with one whose context is named by a snapshot, as the engine writes it.
     await queue.remove(message.executionId);

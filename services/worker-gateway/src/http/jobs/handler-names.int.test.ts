@@ -27,11 +27,11 @@ beforeAll(async () => {
   const events = createPipelineEventsProducer(producerRedis, gw.prefix);
   const logger = createLogger({ service: 'engine', destination: new Writable({ write: (_c, _e, done) => done() }) });
   engine = new Engine({ db: gw.db, publisher, events, logger, random: () => 0.5, maxActiveStages: 0 });
-  const consumer = createStageResultsConsumer(consumerRedis, gw.prefix, async (message) => {
+  const consumers = createStageResultsConsumer(consumerRedis, gw.prefix, async (message) => {
     await engine.run([{ kind: 'result', pipelineId: message.pipelineId ?? 0, message }]);
   });
   closeEngine = async () => {
-    await consumer.close();
+    await Promise.all(consumers.map((c) => c.close()));
     await publisher.close();
     await events.close();
   };

@@ -2,26 +2,26 @@
 // its delivery. Both are optional extensions of api-spec "Worker protocol"; without them every call
 // behaves as before (pull-ack.int.test.ts, leases.int.test.ts, results.int.test.ts).
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, expectProblem, expectValid } from '@po/testing';
 import { pullJobResponseSchema, stageQueueName, stageResultAcceptedSchema } from '@po/contracts';
 import type { StageResultMessage } from '@po/queues';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../../testing/harness.js';
+import { openResultsQueues, type ResultsQueues } from '../../testing/results-queues.js';
 
 type Session = { workerId: string; sessionToken: string };
 
 describe('lease on pull and ack with the result (decision 0098)', () => {
   let gw: WorkerGatewayHarness;
   let redis: Redis;
-  let results: Queue;
+  let results: ResultsQueues;
   let w1: Session;
   let w2: Session;
   beforeAll(async () => {
     gw = await startWorkerGateway();
     redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-    results = new Queue('stage-results', { connection: redis, prefix: gw.prefix });
+    results = openResultsQueues(redis, gw.prefix);
     [w1, w2] = await Promise.all([gw.bootstrap('lop-1', ['h']), gw.bootstrap('lop-2', ['h'])]);
   });
   afterAll(async () => {

@@ -1,24 +1,24 @@
 // POST /stages/{stageId}/result, issue 10's contract details: the credentials (key, session and
 // their application) come first, before the path, the size and the body (addendum §3), and a
 // result's context values are bounded by the result body, not by creation's 65536 bytes.
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StageResultMessage } from '@po/queues';
 import { TEST_REDIS_URL, expectProblem } from '@po/testing';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../../testing/harness.js';
+import { openResultsQueues, type ResultsQueues } from '../../testing/results-queues.js';
 
 type Session = { workerId: string; sessionToken: string };
 
 let gw: WorkerGatewayHarness;
 let redis: Redis;
-let results: Queue;
+let results: ResultsQueues;
 let own: Session;
 let foreign: Session;
 beforeAll(async () => {
   gw = await startWorkerGateway();
   redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-  results = new Queue('stage-results', { connection: redis, prefix: gw.prefix });
+  results = openResultsQueues(redis, gw.prefix);
   [own, foreign] = await Promise.all([
     gw.bootstrap('intake-own', ['h']),
     gw.bootstrap('intake-foreign', ['h'], gw.appB.key),

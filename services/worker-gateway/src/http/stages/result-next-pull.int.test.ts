@@ -9,18 +9,19 @@ import { TEST_REDIS_URL, expectProblem, expectValid } from '@po/testing';
 import { pullJobResponseSchema, stageQueueName, stageResultAcceptedSchema } from '@po/contracts';
 import { stageNextBullName, type StageResultMessage } from '@po/queues';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../../testing/harness.js';
+import { openResultsQueues, type ResultsQueues } from '../../testing/results-queues.js';
 
 type Session = { workerId: string; sessionToken: string };
 
 describe('the next pull with a result (decision 0100)', () => {
   let gw: WorkerGatewayHarness;
   let redis: Redis;
-  let results: Queue;
+  let results: ResultsQueues;
   let w1: Session;
   beforeAll(async () => {
     gw = await startWorkerGateway();
     redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-    results = new Queue('stage-results', { connection: redis, prefix: gw.prefix });
+    results = openResultsQueues(redis, gw.prefix);
     w1 = await gw.bootstrap('rnp-1', ['h']);
   });
   afterAll(async () => {

@@ -1,7 +1,6 @@
 // POST /stages/{stageId}/result (api-spec "Worker protocol" behaviour rule 3, Authentication,
 // Errors, Limits; addendum §1 request size, §3 check order, §5.2, §13, §15).
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, expectValid } from '@po/testing';
@@ -9,6 +8,7 @@ import { stageResultAcceptedSchema } from '@po/contracts';
 import type { StageResultMessage } from '@po/queues';
 import { TEST_REDIS_URL } from '@po/testing';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../../testing/harness.js';
+import { openResultsQueues, type ResultsQueues } from '../../testing/results-queues.js';
 
 // ---------------------------------------------------------------------------------------------
 // Assertions shared by this file
@@ -20,13 +20,13 @@ type Session = { workerId: string; sessionToken: string };
 describe('stage results (results are published to stage-results)', () => {
   let gw: WorkerGatewayHarness;
   let redis: Redis;
-  let results: Queue;
+  let results: ResultsQueues;
   let wA: Session;
   let wB: Session;
   beforeAll(async () => {
     gw = await startWorkerGateway();
     redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-    results = new Queue('stage-results', { connection: redis, prefix: gw.prefix });
+    results = openResultsQueues(redis, gw.prefix);
     [wA, wB] = await Promise.all([
       gw.bootstrap('result-wA', ['h']),
       gw.bootstrap('result-wB', ['h'], gw.appB.key),

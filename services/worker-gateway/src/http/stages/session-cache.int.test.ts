@@ -4,21 +4,21 @@
 // soon as its change is announced, another application's stage is still 403, a missing one 404.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL, expectProblem } from '@po/testing';
 import { stageQueueName } from '@po/contracts';
 import type { StageResultMessage } from '@po/queues';
 import { startWorkerGateway, type Reply, type WorkerGatewayHarness } from '../../testing/harness.js';
+import { openResultsQueues, type ResultsQueues } from '../../testing/results-queues.js';
 
 let gw: WorkerGatewayHarness;
 let redis: Redis;
-let results: Queue;
+let results: ResultsQueues;
 beforeAll(async () => {
   gw = await startWorkerGateway();
   redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-  results = new Queue('stage-results', { connection: redis, prefix: gw.prefix });
+  results = openResultsQueues(redis, gw.prefix);
 });
 afterAll(async () => {
   await results?.close();
