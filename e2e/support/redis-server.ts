@@ -77,6 +77,19 @@ export class RedisServer {
     await this.exited;
   }
 
+  /**
+   * SIGSTOP: the process stops answering but its connections stay open and new ones are still
+   * accepted by the kernel, as with a Redis that hangs or a network that drops packets silently.
+   */
+  freeze(): void {
+    if (this.running) this.child!.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: a frozen server answers again, every command it was sent meanwhile in order. */
+  thaw(): void {
+    if (this.running) this.child!.kill('SIGCONT');
+  }
+
   /** Stops the server and deletes its data directory. */
   async destroy(): Promise<void> {
     await this.kill();

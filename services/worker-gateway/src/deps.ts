@@ -11,8 +11,9 @@ export interface Deps {
   sessions: NotifiedCache<LiveSession>;
   results: StageResultsProducer;
   /**
-   * Whether the connection pulls fetch on is up. While Redis is away a pull answers 503 at once
-   * instead of waiting out its long poll on a fetch that cannot answer (decision 0120).
+   * Whether the connection pulls fetch on is up and Redis answers on it (broker-watch.ts). While
+   * Redis is away or silent a pull answers 503 at once instead of waiting out its long poll on a
+   * fetch that cannot answer (decision 0120).
    */
   brokerReady: () => boolean;
   logger: Logger;

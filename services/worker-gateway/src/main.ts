@@ -6,6 +6,7 @@ import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, s
 import { createLogger, observeDatabasePool, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
+import { watchBroker } from './deliveries/broker-watch.js';
 import { Deliveries } from './deliveries/deliveries.js';
 import { observeWorkerGauges } from './sessions/metrics.js';
 
@@ -31,6 +32,8 @@ wakeRedis.on('message', (_channel: string, queue: string) => deliveries.wake(que
 // A reconnected subscription may have missed wake-ups: waiting queues fetch now, not at their next poll.
 wakeRedis.on('ready', () => deliveries.wakeAll());
 
+// A Redis that stops answering keeps its connections up: pulls are refused once a PING goes unanswered.
+const broker = watchBroker(fetchRedis, { silentAfterMs: config.redis.commandTimeoutMs });
 const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
 const sessions = createWorkerSessionCache(sqlOf(db), WORKER_SESSION_CACHE);
 if (sqlOf(db).notifications.unavailable) logger.warn(sqlOf(db).notifications.unavailable);
@@ -38,8 +41,11 @@ const deps = {
   db,
   keys,
   sessions,
-  results: createStageResultsProducer(producerRedis, config.queuePrefix),
-  brokerReady: () => fetchRedis.status === 'ready',
+  results: createStageResultsProducer(producerRedis, config.queuePrefix, {
+    minReplicasAck: config.redis.minReplicasAck,
+    replicaAckTimeoutMs: config.redis.replicaAckTimeoutMs,
+  }),
+  brokerReady: broker.ready,
   logger,
   clock: () => new Date(),
   config,
@@ -56,6 +62,7 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['held deliveries', () => deliveries.releaseAll()],
   ['fetchers', () => fetcher.close()],
+  ['broker watch', async () => broker.stop()],
   ['result producer', () => deps.results.close()],
   ['redis', async () => Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()])],
   ['key cache', () => keys.close()],

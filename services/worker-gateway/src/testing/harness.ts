@@ -14,10 +14,12 @@ import {
   stageNextWakeChannel,
   type StageResultsProducer,
 } from '@po/queues';
+import type { RedisConfig } from '@po/config';
 import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix } from '@po/testing';
 import { buildApp } from '../app.js';
 import { parseConfig, type WorkerGatewayConfig } from '../config.js';
+import { watchBroker } from '../deliveries/broker-watch.js';
 import { Deliveries } from '../deliveries/deliveries.js';
 
 export interface Reply {
@@ -34,14 +36,20 @@ export interface Reply {
  */
 export async function startWorkerGateway(
   env: Record<string, string> = {},
-  overrides: { results?: StageResultsProducer; brokerReady?: () => boolean } = {},
+  overrides: {
+    results?: StageResultsProducer;
+    brokerReady?: () => boolean;
+    /** A Redis of the test's own (its owner throws it away: the prefix is not cleaned up). */
+    redis?: RedisConfig;
+  } = {},
 ) {
   const database = await createTestDatabase();
   const prefix = testQueuePrefix('wg');
   const config: WorkerGatewayConfig = { ...parseConfig({ QUEUE_PREFIX: prefix, ...env }) };
-  const producerRedis = createRedis(TEST_REDIS_URL, 'producer');
-  const fetchRedis = createRedis(TEST_REDIS_URL, 'worker');
-  const wakeRedis = createRedis(TEST_REDIS_URL, 'worker');
+  const redisConfig = overrides.redis ?? TEST_REDIS_URL;
+  const producerRedis = createRedis(redisConfig, 'producer');
+  const fetchRedis = createRedis(redisConfig, 'worker');
+  const wakeRedis = createRedis(redisConfig, 'worker');
   const logLines: string[] = [];
   const logger = createLogger({
     service: 'worker-gateway',
@@ -68,7 +76,9 @@ export async function startWorkerGateway(
   const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
   const sessions = createWorkerSessionCache(sqlOf(db), WORKER_SESSION_CACHE);
   await sessions.listening;
-  const brokerReady = overrides.brokerReady ?? (() => fetchRedis.status === 'ready');
+  // As main.ts wires it.
+  const broker = watchBroker(fetchRedis, { silentAfterMs: overrides.redis?.commandTimeoutMs ?? 5000 });
+  const brokerReady = overrides.brokerReady ?? broker.ready;
   const deps = { db, keys, sessions, results, brokerReady, logger, clock: () => new Date(), config };
   const redisCheck = () => (brokerReady() ? producerRedis.ping() : Promise.reject(new Error('broker unavailable')));
   const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: redisCheck });
@@ -156,12 +166,13 @@ export async function startWorkerGateway(
       await server.close();
       await deliveries.releaseAll();
       await fetcher.close();
+      broker.stop();
       await publisher.close();
       await results.close();
       await keys.close();
       await sessions.close();
       await Promise.all([producerRedis.quit(), fetchRedis.quit(), wakeRedis.quit()]);
-      await cleanupRedisPrefix(prefix);
+      if (!overrides.redis) await cleanupRedisPrefix(prefix);
       await database.drop();
     },
   };
