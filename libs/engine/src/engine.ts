@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Batcher, isTransientDbError, sqlOf, type Db, type Queryable } from '@po/db';
-import { slotOrder, type StageOptions } from '@po/domain';
+import { slotOrder } from '@po/domain';
 import type { PipelineEventsProducer, StageNextPublisher, StageResultMessage } from '@po/queues';
 import { rememberSensitive, rememberSensitiveItems, traceparentOf, type Logger, type Span } from '@po/telemetry';
 import type { ContextItem, StageNextJob } from '@po/contracts';
@@ -11,7 +11,7 @@ import { addAppended, insertPassStages } from './steps/append.js';
 import { candidates, plan } from './steps/plan.js';
 import { readContexts, writeContexts, type ContextEntryRow } from './store-contexts.js';
 import { freeSlots, oldestThrottled } from './store-slots.js';
-import { liveContextForDispatch, stageForMessage } from './steps/dispatch.js';
+import { republishLost, type LostMessage } from './republish.js';
 import { INLINE_CONTEXT_MAX_BYTES, contextBytes, snapshotOf, writeSnapshots, type ContextSnapshot } from './context-snapshots.js';
 import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
 
@@ -98,25 +98,12 @@ export class Engine {
    * The job id is the execution id, so while the job exists in any state this adds nothing.
    */
   async republish(executionId: string, stageId: number): Promise<boolean> {
-    const stage = await stageForMessage(this.deps.db, stageId);
-    if (!stage || stage.currentExecutionId !== executionId || stage.status !== 'Pending') return false;
-    const pipelineId = Number(stage.pipelineId);
-    const items = (await liveContextForDispatch(this.deps.db, pipelineId)).map((c) => ({ ...c, isDeleted: false }));
-    const snapshot = contextBytes(items) > INLINE_CONTEXT_MAX_BYTES ? snapshotOf(pipelineId, stage.applicationId, items) : undefined;
-    if (snapshot) await writeSnapshots(sqlOf(this.deps.db), [snapshot]);
-    rememberSensitiveItems(items);
-    const { queue, message } = stageNextMessage({
-      applicationId: stage.applicationId,
-      pipelineId,
-      traceId: stage.pipeline.traceId,
-      stage: { ...stage, id: Number(stage.id), options: stage.options as unknown as StageOptions },
-      executionId,
-      context: snapshot ? [] : items,
-      ...(snapshot ? { contextSnapshotId: snapshot.id } : {}),
-      dispatchedAt: new Date(),
-    });
-    await this.deps.publisher.publish(queue, [message]);
-    return true;
+    return (await this.republishMany([{ executionId, stageId }])).length === 1;
+  }
+
+  /** `republish` for many executions at once (the lost-message walk's pages, decision 0124): the execution ids published. */
+  republishMany(lost: readonly LostMessage[]): Promise<string[]> {
+    return republishLost(this.deps, lost);
   }
 
   /** Results queued before messages carried their pipeline are resolved here (one statement). */

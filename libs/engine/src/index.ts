@@ -2,6 +2,7 @@
 export { Engine, createPassRunner, type EngineDeps, type PassRequest } from './engine.js';
 export type { EngineItem, ItemOutcome } from './batch.js';
 export { byQueue, stageNextMessage, type MessageSource } from './messages.js';
+export type { LostMessage } from './republish.js';
 // The lifecycle steps outside a batch: each writes stage and execution state, and nothing outside
 // this package does (issue 28).
 export * from './steps/lease.js';

@@ -16,6 +16,7 @@ import { createLogger, observeDatabasePool, observeStageNextQueues, shutdownTrac
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { DispatcherDeps } from './dispatcher/deps.js';
+import { createRedisLossDetector } from './dispatcher/redis-loss.js';
 import { startSweeper } from './dispatcher/sweeper.js';
 import { createEventHandler } from './events/handle-event.js';
 import { startRetention } from './retention/cleanup.js';
@@ -37,7 +38,7 @@ const publisher = createStageNextPublisher(producerRedis, config.queuePrefix, { 
 const events = createPipelineEventsProducer(producerRedis, config.queuePrefix);
 const results = createStageResultsProducer(producerRedis, config.queuePrefix);
 const engine = new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages });
-const deps: DispatcherDeps = { db, engine, publisher, results, logger };
+const deps: DispatcherDeps = { db, engine, publisher, results, logger, redisLoss: createRedisLossDetector(producerRedis, config.queuePrefix) };
 const passes = createPassRunner(engine, { maxBatch: config.batchSize, maxConcurrent: BATCH_CONCURRENCY });
 const consumers = createPipelineEventsConsumer(consumerRedis, config.queuePrefix, createEventHandler(passes, logger), {
   concurrency: config.eventConcurrency,

@@ -79,12 +79,17 @@ export async function pipelinesWithThrottledStages(db: Queryable, limit: number)
 
 const WAITING = statement(
   'sweep_waiting_executions',
-  `SELECT e.id::text AS id, e.stage_id, e.dispatched_at, s.application_id, s.handler_name
-   FROM stage_executions e JOIN stages s ON s.id = e.stage_id
-   WHERE e.ended_at IS NULL AND e.dispatched_at < now() - make_interval(secs => $1::float8)
-     AND (e.dispatched_at, e.id) > ($2::timestamptz, $3::uuid)
-     AND e.leased_at IS NULL AND s.status = 'Pending' AND s.current_execution_id = e.id
-   ORDER BY e.dispatched_at, e.id LIMIT $4`,
+  // The page is taken from the live executions alone (the ended_at index and a top-N sort), and
+  // only its rows' stages are looked up: joining first made the planner join every live execution
+  // to its stage before sorting (710 ms a page at 100,000 of them, 108 ms now; decision 0124).
+  `SELECT e.id::text AS id, e.stage_id, e.dispatched_at, s.application_id, s.handler_name,
+          (s.status = 'Pending' AND s.current_execution_id = e.id) AS waiting
+   FROM (SELECT id, stage_id, dispatched_at FROM stage_executions
+         WHERE ended_at IS NULL AND leased_at IS NULL AND dispatched_at < now() - make_interval(secs => $1::float8)
+           AND (dispatched_at, id) > ($2::timestamptz, $3::uuid)
+         ORDER BY dispatched_at, id LIMIT $4) e
+   JOIN stages s ON s.id = e.stage_id
+   ORDER BY e.dispatched_at, e.id`,
   { plan: 'custom' },
 );
 
@@ -96,22 +101,36 @@ export interface WaitingExecution {
   dispatchedAt: Date;
 }
 
+export interface WaitingPage {
+  /** The executions of the page still their stage's Pending one. */
+  waiting: WaitingExecution[];
+  /** Where the next page starts; null when this page was the last. */
+  next: { dispatchedAt: Date; executionId: string } | null;
+}
+
 /**
- * Dispatched executions never leased, dispatched (and so published: the engine publishes before it
- * commits) more than `olderThanSeconds` ago, after the cursor (dispatched_at, id) in that order: the
- * sweeper walks them a page at a time to find messages that Redis lost.
+ * A page of the dispatched executions never leased, dispatched (and so published, or about to be:
+ * the engine publishes after it commits) more than `olderThanSeconds` ago, after the cursor
+ * (dispatched_at, id) in that order: the lost-message walk reads them a page at a time to find
+ * messages that Redis lost. `limit` executions are read; those whose stage moved on are left out.
  */
 export async function waitingExecutions(
   db: Queryable,
   olderThanSeconds: number,
   after: { dispatchedAt: Date; executionId: string },
   limit: number,
-): Promise<WaitingExecution[]> {
-  const rows = await db.query<{ id: string; stage_id: string; dispatched_at: Date; application_id: number; handler_name: string }>(WAITING, [
+): Promise<WaitingPage> {
+  const rows = await db.query<{ id: string; stage_id: string; dispatched_at: Date; application_id: number; handler_name: string; waiting: boolean }>(WAITING, [
     olderThanSeconds,
     after.dispatchedAt,
     after.executionId,
     limit,
   ]);
-  return rows.map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), applicationId: r.application_id, handlerName: r.handler_name, dispatchedAt: r.dispatched_at }));
+  const last = rows.at(-1);
+  return {
+    waiting: rows
+      .filter((r) => r.waiting)
+      .map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), applicationId: r.application_id, handlerName: r.handler_name, dispatchedAt: r.dispatched_at })),
+    next: rows.length < limit || !last ? null : { dispatchedAt: last.dispatched_at, executionId: last.id },
+  };
 }

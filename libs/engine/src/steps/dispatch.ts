@@ -1,9 +1,9 @@
 import type { DbOrTx } from '@po/db';
 
 /**
- * Dispatch (addendum §9) outside a batch: what a republished message needs, and new executions
- * written directly (tests seed dispatched stages with it; the engine's passes write their own, in
- * store.ts's one statement).
+ * Dispatch (addendum §9) outside a batch: new executions written directly (tests seed dispatched
+ * stages with it; the engine's passes write their own, in store.ts's one statement). A lost
+ * message is republished from its row by republish.ts.
  */
 
 /**
@@ -26,24 +26,4 @@ export async function startExecutions(
     UPDATE stages SET status = 'Pending', current_execution_id = d.execution_id, next_retry_at = NULL
     FROM unnest(${stageIds}::bigint[], ${executionIds}::uuid[]) AS d(stage_id, execution_id)
     WHERE stages.id = d.stage_id`;
-}
-
-export async function liveContextForDispatch(tx: DbOrTx, pipelineId: number) {
-  return tx.contextItem.findMany({
-    where: { pipelineId: BigInt(pipelineId) },
-    orderBy: { id: 'asc' },
-    select: { key: true, value: true, valueType: true, isSensitive: true },
-  });
-}
-
-/** What a StageNextMessage needs for one stage, read at (re)publish time. */
-export async function stageForMessage(db: DbOrTx, stageId: number) {
-  return db.stage.findUnique({
-    where: { id: BigInt(stageId) },
-    select: {
-      id: true, pipelineId: true, applicationId: true, name: true, handlerName: true, input: true,
-      options: true, spanId: true, attempt: true, currentExecutionId: true, status: true,
-      pipeline: { select: { traceId: true } },
-    },
-  });
 }

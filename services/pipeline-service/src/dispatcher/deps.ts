@@ -2,6 +2,7 @@ import type { Db } from '@po/db';
 import type { Engine } from '@po/engine';
 import type { StageNextPublisher, StageResultsProducer } from '@po/queues';
 import type { Logger } from '@po/telemetry';
+import type { RedisLossDetector } from './redis-loss.js';
 
 export interface DispatcherDeps {
   db: Db;
@@ -11,4 +12,6 @@ export interface DispatcherDeps {
   /** Whether accepted results still wait on stage-results. */
   results: Pick<StageResultsProducer, 'waiting'>;
   logger: Logger;
+  /** Whether Redis lost writes since the last look: the lost-message walk then walks everything at once. */
+  redisLoss: RedisLossDetector;
 }

@@ -1,7 +1,7 @@
-// The sweeper (addendum §9, §11; issue 9's durability gaps): lost StageNext messages, results that
-// got 202 but wait to be applied, and items that fail on their own; issue 28: expiry that one
-// application's waiting results cannot hold up for another, and no burst of expiries after an
-// outage (decision 0120).
+// The sweeper (addendum §9, §11; issue 9's durability gaps): results that got 202 but wait to be
+// applied, and items that fail on their own; issue 28: expiry that one application's waiting
+// results cannot hold up for another, and no burst of expiries after an outage (decision 0120).
+// Lost StageNext messages: lost-messages.int.test.ts.
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
@@ -22,6 +22,7 @@ import {
 import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
 import type { DispatcherDeps } from './deps.js';
+import { createRedisLossDetector } from './redis-loss.js';
 import { newSweeperState, sweepOnce, type SweeperOptions } from './sweeper.js';
 
 let database: TestDatabase;
@@ -51,7 +52,7 @@ beforeAll(async () => {
     publish: (queue, messages) => (queue.endsWith('_unpublishable_StageNext') ? Promise.reject(new Error('publish refused')) : publisher.publish(queue, messages)),
   };
   const engine = new Engine({ db: database.db, publisher: refusing, events: createPipelineEventsProducer(redis, prefix), logger, random: () => 0.5, maxActiveStages: 0 });
-  deps = { db: database.db, engine, publisher, results: createStageResultsProducer(redis, prefix), logger };
+  deps = { db: database.db, engine, publisher, results: createStageResultsProducer(redis, prefix), logger, redisLoss: createRedisLossDetector(redis, prefix) };
 });
 
 afterAll(async () => {
@@ -101,26 +102,6 @@ const stageOf = (stageId: number) => db().stage.findUniqueOrThrow({ where: { id:
 const queueOf = (handler: string) => new Queue(stageNextBullName(`app_${applicationId}_${handler}_StageNext`), { connection: redis, prefix });
 
 describe('the sweeper', () => {
-  it('republishes a published message that Redis lost, with the same execution, once it has waited long enough', async () => {
-    const d = await dispatched({ name: 'lost', stages: [{ stageName: 'a', stageHandlerName: 'lost', input: 'x' }] });
-    const queue = queueOf('lost');
-    expect(await queue.getJob(d.executionId)).toBeDefined();
-    await queue.remove(d.executionId);
-    expect(await queue.getJob(d.executionId)).toBeUndefined();
-
-    // Published just now: not yet considered lost.
-    await sweepOnce(deps, options, newSweeperState());
-    expect(await queue.getJob(d.executionId)).toBeUndefined();
-
-    await db().$executeRaw`UPDATE stage_executions SET dispatched_at = now() - interval '10 seconds' WHERE id = ${d.executionId}::uuid`;
-    await sweepOnce(deps, options, newSweeperState());
-    const job = await queue.getJob(d.executionId);
-    expect(job?.data).toMatchObject({ executionId: d.executionId, stageId: d.stageId, input: 'x' });
-    expect(await db().stage.findUniqueOrThrow({ where: { id: BigInt(d.stageId) } })).toMatchObject({ status: 'Pending', currentExecutionId: d.executionId });
-    expect(logLines.some((l) => l.includes('republished a lost StageNext message') && l.includes(d.executionId))).toBe(true);
-    await queue.close();
-  });
-
   it('does not expire an execution whose result got 202 while that result waits; expires it once the result is gone', async () => {
     const d = await dispatched({ name: 'received', stages: [{ stageName: 'a', stageHandlerName: 'received' }] });
     await db().$executeRaw`UPDATE stages SET status = 'Running', attempt = 1 WHERE id = ${BigInt(d.stageId)}`;

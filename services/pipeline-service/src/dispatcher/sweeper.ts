@@ -3,18 +3,15 @@ import {
   pipelinesDueForDispatch,
   pipelinesWithThrottledStages,
   sqlOf,
-  waitingExecutions,
 } from '@po/db';
 import { renewLeasesAfterOutage, type EngineItem } from '@po/engine';
-import { stageQueueName } from '@po/contracts';
 import { LEASE_SECONDS } from '@po/domain';
 import type { DispatcherDeps } from './deps.js';
+import { startLostMessageWalk } from './lost-messages.js';
 
 const BATCH = 200;
 /** Pages of expired executions one sweep reads past those whose result still waits. */
 const EXPIRY_PAGES = 5;
-const WAITING_PAGE = 500;
-const START = { dispatchedAt: new Date(0), executionId: '00000000-0000-0000-0000-000000000000' };
 
 export interface SweeperOptions {
   intervalMs: number;
@@ -26,25 +23,21 @@ export interface SweeperOptions {
   lostMessageAfterSeconds: number;
 }
 
-/**
- * What one sweeper remembers between sweeps: where its walk over waiting executions stands, and
- * whether it could see what expired (decision 0120).
- */
+/** What one sweeper remembers between sweeps: whether it could see what expired (decision 0120). */
 export interface SweeperState {
-  waitingCursor: { dispatchedAt: Date; executionId: string };
-  lastLostCheck: number;
   /** performance.now() when the last expiry step that could read PostgreSQL and Redis began (at first: when the sweeper began). */
   expirySeenAt: number;
   /** An expiry step failed since then: an outage, whose lapsed leases get a renewal before any is expired. */
   expiryInterrupted: boolean;
 }
 
-export const newSweeperState = (): SweeperState => ({ waitingCursor: START, lastLostCheck: 0, expirySeenAt: performance.now(), expiryInterrupted: false });
+export const newSweeperState = (): SweeperState => ({ expirySeenAt: performance.now(), expiryInterrupted: false });
 
 /**
  * The safety net of addendum §9 and the clock of §11, by the database clock: expires leases and
- * handler timeouts, runs passes whose event was lost or whose retry fell due, offers freed slots to
- * Throttled stages and republishes messages Redis lost.
+ * handler timeouts, runs passes whose event was lost or whose retry fell due, and offers freed
+ * slots to Throttled stages. Messages Redis lost are the lost-message walk's (lost-messages.ts),
+ * which runs beside it: a walk over thousands of executions never holds an expiry up.
  * Every step and every item stands on its own: one that fails is logged and retried next sweep, and
  * never stops the others. Replicas skip pipelines another holds.
  */
@@ -66,11 +59,6 @@ export async function sweepOnce(deps: DispatcherDeps, options: SweeperOptions, s
     const ids = [...new Set([...due, ...throttled])];
     await runEach(deps, ids.map((pipelineId) => ({ kind: 'pass', pipelineId })), { skipLocked: true });
   });
-  const lostCheckEvery = Math.min(5000, options.lostMessageAfterSeconds * 500);
-  if (Date.now() - state.lastLostCheck >= lostCheckEvery) {
-    state.lastLostCheck = Date.now();
-    await step(deps, 'lost messages', () => findLostMessages(deps, options, state));
-  }
 }
 
 /**
@@ -117,22 +105,6 @@ async function renewAfterOutage(deps: DispatcherDeps, state: SweeperState): Prom
   deps.logger.warn({ renewed, outageSeconds: Math.round(outageMs / 1000) }, 'expiry resumed after an outage; the leases that lapsed meanwhile were renewed once');
 }
 
-/**
- * Walks the published executions no worker leased yet, a page per sweep, and republishes those
- * whose StageNext job Redis no longer has (deleted, or lost in a Redis failure without AOF): the
- * stage would otherwise wait forever, its pipeline too.
- */
-async function findLostMessages(deps: DispatcherDeps, options: SweeperOptions, state: SweeperState): Promise<void> {
-  const page = await waitingExecutions(sqlOf(deps.db), options.lostMessageAfterSeconds, state.waitingCursor, WAITING_PAGE);
-  const last = page.at(-1);
-  state.waitingCursor = page.length < WAITING_PAGE || !last ? START : { dispatchedAt: last.dispatchedAt, executionId: last.executionId };
-  if (page.length === 0) return;
-  const gone = await deps.publisher.missing(page.map((e) => ({ queue: stageQueueName(e.applicationId, e.handlerName), executionId: e.executionId })));
-  for (const e of page) {
-    if (gone.has(e.executionId)) await item(deps, 'republish', e.executionId, () => republish(deps, e.executionId, e.stageId));
-  }
-}
-
 /** Runs engine items as one batch; when the batch fails, each item on its own. */
 async function runEach(deps: DispatcherDeps, items: EngineItem[], options: { skipLocked?: boolean }): Promise<void> {
   if (items.length === 0) return;
@@ -142,10 +114,6 @@ async function runEach(deps: DispatcherDeps, items: EngineItem[], options: { ski
     deps.logger.warn({ err, items: items.length }, 'sweep batch failed; running its items one by one');
     for (const one of items) await item(deps, one.kind, one.pipelineId, () => deps.engine.run([one], options));
   }
-}
-
-async function republish(deps: DispatcherDeps, executionId: string, stageId: number): Promise<void> {
-  if (await deps.engine.republish(executionId, stageId)) deps.logger.info({ executionId, stageId }, 'republished a lost StageNext message');
 }
 
 /** A step failing on every sweep (Redis or PostgreSQL away) is logged once per this interval, with how many times it failed meanwhile. */
@@ -174,8 +142,12 @@ async function item(deps: DispatcherDeps, what: string, id: string | number, fn:
   }
 }
 
-/** Runs sweepOnce every interval until stopped. */
+/** Runs sweepOnce every interval, and the lost-message walk beside it, until stopped. */
 export function startSweeper(deps: DispatcherDeps, options: SweeperOptions): { stop(): Promise<void> } {
+  const walk = startLostMessageWalk(deps, {
+    lostMessageAfterSeconds: options.lostMessageAfterSeconds,
+    idleMs: Math.min(5000, options.lostMessageAfterSeconds * 500),
+  });
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
@@ -190,7 +162,7 @@ export function startSweeper(deps: DispatcherDeps, options: SweeperOptions): { s
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await running;
+      await Promise.all([running, walk.stop()]);
     },
   };
 }
