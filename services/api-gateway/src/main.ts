@@ -1,5 +1,5 @@
 import './instrument.js';
-import { databaseOptions, loadConfig } from '@po/config';
+import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { API_KEY_CACHE, createApiKeyCache, createDb, poolSample, readCursorSecret, sqlOf } from '@po/db';
 import { lazyCursorSigner, listen, listenMetrics, onShutdown } from '@po/http';
 import { Engine } from '@po/engine';
@@ -53,7 +53,7 @@ const app = buildApp(
 );
 const server = await listen(app, config.host, config.port);
 const metrics = await listenMetrics(config.host, config.metricsPort);
-logger.info({ port: server.port, metricsPort: metrics.port }, 'api-gateway listening');
+logger.info({ port: server.port, metricsPort: metrics.port, redis: describeRedis(config.redis) }, 'api-gateway listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],

@@ -1,5 +1,5 @@
 import './instrument.js';
-import { databaseOptions, loadConfig } from '@po/config';
+import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { createDb, poolSample } from '@po/db';
 import { Engine, createPassRunner } from '@po/engine';
 import { listen, listenMetrics, onShutdown } from '@po/http';
@@ -55,7 +55,7 @@ const retention = startRetention({ db, logger, clock: () => new Date() }, config
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
 const metrics = await listenMetrics(config.host, config.metricsPort);
-logger.info({ port: server.port, metricsPort: metrics.port }, 'pipeline-service listening');
+logger.info({ port: server.port, metricsPort: metrics.port, redis: describeRedis(config.redis) }, 'pipeline-service listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],

@@ -1,5 +1,5 @@
 import './instrument.js';
-import { databaseOptions, loadConfig } from '@po/config';
+import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { createDb, poolSample } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultDeadLetters, pingRedis } from '@po/queues';
@@ -30,7 +30,7 @@ observeResultDeadLetters(() => deadLetters.count());
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
 const metrics = await listenMetrics(config.host, config.metricsPort);
-logger.info({ port: server.port, metricsPort: metrics.port }, 'result-consumer listening');
+logger.info({ port: server.port, metricsPort: metrics.port, redis: describeRedis(config.redis) }, 'result-consumer listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],

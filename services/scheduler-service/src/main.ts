@@ -1,5 +1,5 @@
 import './instrument.js';
-import { databaseOptions, loadConfig } from '@po/config';
+import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { createDb, poolSample } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import { createPipelineEventsProducer, createRedis, pingRedis } from '@po/queues';
@@ -37,7 +37,7 @@ const scheduler = startSchedulerLoop(deps, { pollIntervalMs: config.pollInterval
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) });
 const server = await listen(app, config.host, config.port);
 const metrics = await listenMetrics(config.host, config.metricsPort);
-logger.info({ port: server.port, metricsPort: metrics.port }, 'scheduler-service listening');
+logger.info({ port: server.port, metricsPort: metrics.port, redis: describeRedis(config.redis) }, 'scheduler-service listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],

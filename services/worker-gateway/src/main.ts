@@ -1,5 +1,5 @@
 import './instrument.js';
-import { databaseOptions, loadConfig } from '@po/config';
+import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKeyCache, createDb, createWorkerSessionCache, poolSample, sqlOf } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
@@ -55,7 +55,7 @@ observeWorkerGauges(db, config.heartbeatIntervalSeconds, deps.clock);
 const app = buildApp(deps, deliveries, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
 const metrics = await listenMetrics(config.host, config.metricsPort);
-logger.info({ port: server.port, metricsPort: metrics.port }, 'worker-gateway listening');
+logger.info({ port: server.port, metricsPort: metrics.port, redis: describeRedis(config.redis) }, 'worker-gateway listening');
 
 onShutdown(logger, config.shutdownTimeoutMs, [
   ['waiting pulls', async () => deliveries.stopWaiting()],
