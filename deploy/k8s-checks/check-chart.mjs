@@ -11,7 +11,9 @@
 //   5. every Kubernetes version the chart claims, 1.20 on (compat.mjs): the API versions chosen
 //      there, only kinds that version serves, the oldest render typechecked against its schemas;
 //   6. the PostgreSQL connection budget of each render, the default install within a default
-//      PostgreSQL's (budget.mjs), and the direct URL and the chart's PgBouncer (pgbouncer.mjs).
+//      PostgreSQL's (budget.mjs), and the direct URL and the chart's PgBouncer (pgbouncer.mjs);
+//   7. Redis: the topology each value set names (one URL, Sentinel, cluster), its passwords and CA
+//      on every pod that talks to Redis (redis.mjs), each topology and CA source rendered once.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -21,6 +23,7 @@ import { budgetRefusesOverflow, checkBudget, LIMIT, readCaps } from './budget.mj
 import { brokenOldDocuments, checkKubeVersions, SCHEMAS_1_21 } from './compat.mjs';
 import { checkExposure } from './exposure.mjs';
 import { checkPgbouncer, PGBOUNCER_BAD_VALUES } from './pgbouncer.mjs';
+import { checkRedis, REDIS_BAD_VALUES } from './redis.mjs';
 import { VALUE_SETS } from './value-sets.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -52,6 +55,7 @@ const BAD_VALUES = {
   'a NetworkPolicy source that selects nothing (schema minProperties)': [{ networkPolicy: { enabled: true, ingressController: { namespaceSelector: null, podSelector: null } } }, /ingressController/],
   'negative retention (schema minimum)': [{ config: { RETENTION_WORKER_EVENTS_DAYS: -1 } }, /RETENTION_WORKER_EVENTS_DAYS/],
   ...PGBOUNCER_BAD_VALUES,
+  ...REDIS_BAD_VALUES,
 };
 
 /** Where each rendered kind's schema comes from (a type in a .d.ts, imported by the typecheck). */
@@ -292,9 +296,8 @@ function checkFacts(set, values, { docs, text, notes }) {
     check(set, c.resources?.requests?.cpu && c.resources?.requests?.memory && c.resources?.limits?.memory, `${service}: resources lack cpu/memory requests or a memory limit`);
     check(set, env.HOST?.value === '0.0.0.0', `${service}: HOST is not 0.0.0.0`);
     check(set, env.PORT?.value === String(c.ports[0].containerPort), `${service}: PORT does not match the container port`);
-    for (const secret of ['DATABASE_URL', 'REDIS_URL']) {
-      check(set, env[secret]?.valueFrom?.secretKeyRef?.name && env[secret].value === undefined, `${service}: ${secret} is not a secretKeyRef`);
-    }
+    // REDIS_URL only with the one-URL topology: redis.mjs.
+    check(set, env.DATABASE_URL?.valueFrom?.secretKeyRef?.name && env.DATABASE_URL.value === undefined, `${service}: DATABASE_URL is not a secretKeyRef`);
     check(set, c.envFrom?.some((e) => e.configMapRef?.name === configMap?.metadata.name), `${service}: does not read the settings ConfigMap`);
     const sleep = Number(c.lifecycle?.preStop?.exec?.command?.[1]);
     const drain = sleep + Number(configMap?.data?.SHUTDOWN_TIMEOUT_MS) / 1000;
@@ -365,6 +368,7 @@ function checkFacts(set, values, { docs, text, notes }) {
 
   checkExposure({ values, docs, notes, release: RELEASE, namespace: NAMESPACE, svcName, check: (ok, msg) => check(set, ok, msg) });
   checkPgbouncer({ values, docs, release: RELEASE, namespace: NAMESPACE, check: (ok, msg) => check(set, ok, msg) });
+  redisCovered.push(checkRedis({ values, docs, release: RELEASE, check: (ok, msg) => check(set, ok, msg) }));
   return checkBudget({ set, docs, notes, caps: CAPS.caps, valuesText: VALUES_TEXT, readmeText: README_TEXT, check: (ok, msg) => check(set, ok, msg) });
 }
 
@@ -379,6 +383,7 @@ for (const problem of CAPS.problems) fail('budget', problem);
 const VALUES_TEXT = readFileSync(join(CHART, 'values.yaml'), 'utf8');
 const README_TEXT = readFileSync(join(CHART, 'README.md'), 'utf8');
 const rendered = {};
+const redisCovered = [];
 for (const [name, values] of Object.entries(VALUE_SETS)) {
   const r = render(name, values);
   if (!r) continue;
@@ -387,6 +392,16 @@ for (const [name, values] of Object.entries(VALUE_SETS)) {
   const kinds = {};
   for (const d of r.docs) kinds[d.kind] = (kinds[d.kind] ?? 0) + 1;
   console.log(`  ${name.padEnd(24)} lint --strict ok, ${r.docs.length} documents (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(', ')}); PostgreSQL connections ${budget.rollout} in a rollout, ${budget.steady} between`);
+}
+// The Redis checks cannot pass for want of a value set that exercises them.
+for (const [what, seen] of [
+  ['one URL', redisCovered.some((r) => r.topology === 'single')],
+  ['Sentinel', redisCovered.some((r) => r.topology === 'sentinel')],
+  ['cluster', redisCovered.some((r) => r.topology === 'cluster')],
+  ['a CA from a Secret', redisCovered.some((r) => r.ca === 'secret')],
+  ['a CA from a ConfigMap', redisCovered.some((r) => r.ca === 'configMap')],
+]) {
+  check('redis', seen, `no value set renders Redis with ${what} (value-sets.mjs, helm/pipeline-orchestration/examples/)`);
 }
 if (rendered.default) check('budget', budgetRefusesOverflow(rendered.default.docs, CAPS.caps), `the budget check accepts a default install past ${LIMIT} connections`);
 const kubeRenders = checkKubeVersions({ helm, chart: CHART, release: RELEASE, namespace: NAMESPACE, valuesFile, parse, check });
@@ -406,7 +421,7 @@ if (rendered.default) {
 {
   const chartValues = parseAllDocuments(readFileSync(join(CHART, 'values.yaml'), 'utf8'))[0].toJS();
   // Set per container or from Secrets and volumes, not through config:.
-  const notConfig = new Set(['HOST', 'PORT', 'METRICS_PORT', 'DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_CA_FILE', 'REDIS_URL', 'WORKER_BROKER_CONNECTION_STRING', 'APP_VERSION', 'GIT_COMMIT', 'BUILT_AT']);
+  const notConfig = new Set(['HOST', 'PORT', 'METRICS_PORT', 'DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_CA_FILE', 'REDIS_URL', 'REDIS_SENTINELS', 'REDIS_SENTINEL_MASTER', 'REDIS_SENTINEL_PASSWORD', 'REDIS_CLUSTER_NODES', 'REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS', 'REDIS_TLS_CA_FILE', 'REDIS_COMMAND_TIMEOUT_MS', 'REDIS_MIN_REPLICAS_ACK', 'REDIS_REPLICA_ACK_TIMEOUT_MS', 'WORKER_BROKER_CONNECTION_STRING', 'APP_VERSION', 'GIT_COMMIT', 'BUILT_AT']);
   const sources = [join(ROOT, 'libs', 'config', 'src', 'common.ts'), ...SERVICES.map((s) => join(ROOT, 'services', s, 'src', 'config.ts'))];
   const read = new Set(sources.flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/\.(?:int|str|bool|url|oneOf|file)\('([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1])));
   const settings = [...read].filter((name) => !notConfig.has(name));

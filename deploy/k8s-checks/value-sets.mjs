@@ -1,7 +1,18 @@
 // The value sets the chart checks render (check-chart.mjs: helm lint, template, schemas, facts), and
 // the real-cluster test dry-runs on an API server (deploy/k8s-local/test.mjs): the defaults, each
-// sticky mode, the Gateway API, autoscaling, a minimal one, a pooler of the operator's and the
-// chart's PgBouncer.
+// sticky mode, the Gateway API, autoscaling, a minimal one, a pooler of the operator's, the
+// chart's PgBouncer, and the chart's Redis examples (Sentinel, cluster; helm/…/examples/).
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+
+const example = (name) =>
+  parse(
+    readFileSync(
+      new URL(`../../helm/pipeline-orchestration/examples/${name}.yaml`, import.meta.url),
+      'utf8',
+    ),
+  );
+
 /** The chart's five services, as its Deployments' components name them. */
 export const SERVICES = [
   'api-gateway',
@@ -148,6 +159,9 @@ export const VALUE_SETS = {
     }),
     spreadAcrossNodes: false,
   },
+  // The example values files operators start from, rendered as they are.
+  'redis-sentinel': example('redis-sentinel'),
+  'redis-cluster': example('redis-cluster'),
   minimal: {
     ingress: { enabled: false },
     migrations: { enabled: false },

@@ -82,7 +82,7 @@ group/versions only, so the Kubernetes version decides (--kube-version, else hel
 {{- if and (eq (include "po.pdbApiVersion" .) "policy/v1") (semverCompare ">=1.27.0-0" .Capabilities.KubeVersion.Version) -}}true{{- end -}}
 {{- end -}}
 
-{{/* DATABASE_URL, DATABASE_DIRECT_URL (when set) and REDIS_URL from existing Secrets; never values. */}}
+{{/* DATABASE_URL, DATABASE_DIRECT_URL (when set) from existing Secrets, never values; then Redis (_redis.tpl). */}}
 {{- define "po.secretEnv" -}}
 - name: DATABASE_URL
   valueFrom:
@@ -92,11 +92,7 @@ group/versions only, so the Kubernetes version decides (--kube-version, else hel
 {{- with include "po.dbDirectUrlEnv" . }}
 {{ . }}
 {{- end }}
-- name: REDIS_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.redis.urlSecret.name }}
-      key: {{ .Values.redis.urlSecret.key }}
+{{ include "po.redisEnv" . }}
 {{- end -}}
 
 {{/*
@@ -133,6 +129,7 @@ depends on them, so `helm template` and `helm install` fail with one clear messa
 {{- fail "workerRouting.sticky is none with more than one worker-gateway replica: acks would reach the wrong replica (404). Use header-hash or cookie, or one replica" -}}
 {{- end -}}
 {{- include "po.validateDatabase" . -}}
+{{- include "po.validateRedis" . -}}
 {{- end -}}
 
 {{/* The header named by workerRouting.hashBy ($http_x_worker_session -> x-worker-session). */}}
