@@ -45,7 +45,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['e2e/**/*.e2e.test.ts'],
-          exclude: ['e2e/redis-outage.e2e.test.ts', 'e2e/redis-freeze.e2e.test.ts', 'e2e/redis-flush.e2e.test.ts', '**/node_modules/**'],
+          exclude: ['e2e/redis-outage.e2e.test.ts', 'e2e/redis-freeze.e2e.test.ts', 'e2e/redis-flush.e2e.test.ts', 'e2e/redis-cluster.e2e.test.ts', 'e2e/redis-sentinel.e2e.test.ts', '**/node_modules/**'],
           globalSetup: ['libs/testing/src/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -60,7 +60,7 @@ export default defineConfig({
           // command runs them beside the other e2e files rather than after them, one after the other
           // (each runs a cluster of its own).
           name: 'e2e-outage',
-          include: ['e2e/redis-outage.e2e.test.ts', 'e2e/redis-freeze.e2e.test.ts', 'e2e/redis-flush.e2e.test.ts'],
+          include: ['e2e/redis-outage.e2e.test.ts', 'e2e/redis-freeze.e2e.test.ts', 'e2e/redis-flush.e2e.test.ts', 'e2e/redis-cluster.e2e.test.ts', 'e2e/redis-sentinel.e2e.test.ts'],
           globalSetup: ['libs/testing/src/global-setup.ts'],
           testTimeout: 300_000,
           hookTimeout: 120_000,

@@ -193,7 +193,9 @@ INI
 # ---- main ----
 pg_ok=0 redis_ok=0 bouncer_ok=1
 pg_up && pg_ok=1
-redis_up && redis_ok=1
+# With Sentinel or a cluster configured the services find Redis through those (decision 0123):
+# nothing local to start or check on REDIS_URL.
+if [[ -n "${REDIS_SENTINELS:-}${REDIS_CLUSTER_NODES:-}" ]]; then redis_ok=1; else redis_up && redis_ok=1; fi
 if [[ $POOLER == 1 ]] && ! tcp_probe "$BOUNCER_HOST" "$BOUNCER_PORT"; then bouncer_ok=0; fi
 if [[ "$pg_ok$redis_ok$bouncer_ok" == 111 ]]; then
   if is_local "$PG_HOST"; then ensure_pg_trust; fi

@@ -40,6 +40,7 @@ PATH="$node24:$PATH" node_modules/.bin/vitest run --project unit --project integ
 
 step "tests: end to end (npx vitest run --project e2e)"
 bash deploy/local/ensure-chromium.sh # the dashboard's browser tests run Debian's Chromium
+bash deploy/local/ensure-redis-sentinel.sh # the Sentinel failover test runs its own sentinels
 # shellcheck disable=SC2046
 # The Redis-outage test mostly waits (issue 28): it runs beside the others, its output after theirs.
 npx vitest run --project e2e-outage $(report e2e-outage) > .local/e2e-outage.log 2>&1 &

@@ -1,0 +1,212 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { freePort } from './processes.js';
+
+const MASTER = 'po-e2e';
+
+/** One process of the set: a data node (redis-server) or a sentinel (redis-sentinel), with its own directory. */
+class Node {
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  readonly lines: string[] = [];
+
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  get running(): boolean {
+    return (
+      this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null
+    );
+  }
+
+  start(command: string, args: string[]): void {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const stream of [child.stdout!, child.stderr!])
+      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) =>
+        this.lines.push(line),
+      );
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    this.child = child;
+  }
+
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.child!.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+async function probe<T>(port: number, ask: (r: Redis) => Promise<T>): Promise<T | undefined> {
+  const r = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  r.on('error', () => undefined);
+  try {
+    await r.connect();
+    return await ask(r);
+  } catch {
+    return undefined;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/**
+ * A private Redis primary, one replica and three sentinels (quorum 2) on 127.0.0.1 and free ports,
+ * for tests that kill the primary and watch Sentinel promote the replica (down after 1 s).
+ */
+export class RedisSentinelSet {
+  private constructor(
+    private readonly data: Node[],
+    private readonly sentinels: Node[],
+  ) {}
+
+  static async start(): Promise<RedisSentinelSet> {
+    const node = async () =>
+      new Node(await freePort(), mkdtempSync(join(tmpdir(), 'po-e2e-sentinel-')));
+    const data = [await node(), await node()];
+    const sentinels = [await node(), await node(), await node()];
+    const set = new RedisSentinelSet(data, sentinels);
+    try {
+      set.startData(data[0]!, null);
+      set.startData(data[1]!, data[0]!.port);
+      await set.waitFor('the replica synced', async () => set.isSyncedReplica(data[1]!.port));
+      for (const s of sentinels) {
+        // Sentinel rewrites its configuration file: each gets its own, writable.
+        const conf = join(s.dir, 'sentinel.conf');
+        writeFileSync(
+          conf,
+          [
+            `port ${s.port}`,
+            'bind 127.0.0.1',
+            `dir ${s.dir}`,
+            `sentinel monitor ${MASTER} 127.0.0.1 ${data[0]!.port} 2`,
+            `sentinel down-after-milliseconds ${MASTER} 1000`,
+            `sentinel failover-timeout ${MASTER} 5000`,
+            `sentinel parallel-syncs ${MASTER} 1`,
+            '',
+          ].join('\n'),
+        );
+        s.start('redis-sentinel', [conf]);
+      }
+      await set.waitFor('three sentinels that see each other and the replica', async () => {
+        const views = await Promise.all(
+          sentinels.map((s) =>
+            probe(s.port, (r) => r.call('SENTINEL', 'MASTER', MASTER) as Promise<string[]>),
+          ),
+        );
+        return views.every((v) => {
+          const fields = new Map<string, string>();
+          for (let i = 0; v && i + 1 < v.length; i += 2) fields.set(v[i]!, v[i + 1]!);
+          return fields.get('num-other-sentinels') === '2' && fields.get('num-slaves') === '1';
+        });
+      });
+    } catch (err) {
+      await set.stop();
+      throw err;
+    }
+    return set;
+  }
+
+  /** What the services need to reach it: the sentinels only. */
+  get env(): Record<string, string> {
+    return {
+      REDIS_SENTINELS: this.sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
+      REDIS_SENTINEL_MASTER: MASTER,
+      REDIS_MIN_REPLICAS_ACK: '1',
+    };
+  }
+
+  /** The primary's port as the sentinels report it now. */
+  async currentPrimary(): Promise<number | undefined> {
+    for (const s of this.sentinels) {
+      const addr = await probe(
+        s.port,
+        (r) =>
+          r.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER) as Promise<[string, string] | null>,
+      );
+      if (addr) return Number(addr[1]);
+    }
+    return undefined;
+  }
+
+  /** SIGKILL the primary; resolves once the sentinels name the promoted replica, with its port. */
+  async killPrimary(): Promise<{ killed: number; promoted: number }> {
+    const killed = await this.currentPrimary();
+    const node = this.data.find((n) => n.port === killed);
+    if (!node || killed === undefined) throw new Error(`no data node is the primary (${killed})`);
+    await node.kill();
+    let promoted: number = killed;
+    await this.waitFor('a promoted replica', async () => {
+      promoted = (await this.currentPrimary()) ?? killed;
+      const info =
+        promoted === killed ? undefined : await probe(promoted, (r) => r.info('replication'));
+      return info?.includes('role:master') === true;
+    });
+    return { killed, promoted };
+  }
+
+  /** Starts a killed data node again as a replica of the current primary; resolves once it synced. */
+  async restartAsReplica(port: number): Promise<void> {
+    const node = this.data.find((n) => n.port === port);
+    const primary = await this.currentPrimary();
+    if (!node || !primary) throw new Error(`cannot restart ${port} under ${primary}`);
+    this.startData(node, primary);
+    await this.waitFor(`node ${port} a synced replica`, async () => this.isSyncedReplica(port));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.sentinels, ...this.data].map((n) => n.kill()));
+    for (const n of [...this.sentinels, ...this.data])
+      rmSync(n.dir, { recursive: true, force: true });
+  }
+
+  private startData(node: Node, replicaOf: number | null): void {
+    // No persistence: a replica resyncs in full from its primary, at once (no diskless delay).
+    const args = [
+      '--port',
+      String(node.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      node.dir,
+      '--appendonly',
+      'no',
+      '--save',
+      '',
+      '--repl-diskless-sync-delay',
+      '0',
+    ];
+    if (replicaOf !== null) args.push('--replicaof', '127.0.0.1', String(replicaOf));
+    node.start('redis-server', args);
+  }
+
+  private async isSyncedReplica(port: number): Promise<boolean> {
+    const info = await probe(port, (r) => r.info('replication'));
+    return !!info && info.includes('role:slave') && info.includes('master_link_status:up');
+  }
+
+  private async waitFor(
+    what: string,
+    ok: () => Promise<boolean>,
+    timeoutMs = 30_000,
+  ): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (await ok()) return;
+      await sleep(100);
+    }
+    throw new Error(`${what}: not after ${timeoutMs} ms`);
+  }
+}
