@@ -98,7 +98,9 @@ export function startLostMessageWalk(deps: DispatcherDeps, options: LostMessageO
       // Logged once per 10 s while it keeps failing (Redis or PostgreSQL away).
       const loggedAt = failures.get(name);
       if (loggedAt === undefined || Date.now() - loggedAt >= 10_000) {
-        deps.logger.error({ err, step: name }, 'lost-message walk step failed; retried');
+        // A master unreachable for a moment (a failover) is expected; a failing walk is not.
+        const log = name === 'redis loss check' ? deps.logger.warn.bind(deps.logger) : deps.logger.error.bind(deps.logger);
+        log({ err, step: name }, 'lost-message walk step failed; retried');
         failures.set(name, Date.now());
       }
       return false;
