@@ -1,32 +1,19 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { keySlot } from '@po/queues';
 import { freePort } from './processes.js';
+import { RedisProcess, probeRedis as probe } from './redis-process.js';
 
 const run = promisify(execFile);
 
 /** One cluster node: a `redis-server --cluster-enabled yes` with its own directory (and nodes.conf). */
-class ClusterNode {
-  private child: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
-  readonly lines: string[] = [];
-
-  constructor(
-    readonly port: number,
-    readonly dir: string,
-  ) {}
-
-  get running(): boolean {
-    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  start(): void {
+class ClusterNode extends RedisProcess {
+  startNode(): void {
     // No persistence: a restarted node rejoins by its nodes.conf and resyncs from its new primary.
     const args = [
       '--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir,
@@ -35,29 +22,7 @@ class ClusterNode {
       // A replica's full sync starts at once instead of after Redis's 5-second wait for more replicas.
       '--repl-diskless-sync-delay', '0',
     ];
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => this.lines.push(line));
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    this.child = child;
-  }
-
-  async kill(): Promise<void> {
-    if (!this.running) return;
-    this.child!.kill('SIGKILL');
-    await this.exited;
-  }
-}
-
-async function probe<T>(port: number, ask: (r: Redis) => Promise<T>): Promise<T | undefined> {
-  const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  r.on('error', () => undefined);
-  try {
-    await r.connect();
-    return await ask(r);
-  } catch {
-    return undefined;
-  } finally {
-    r.disconnect();
+    this.start('redis-server', args);
   }
 }
 
@@ -75,7 +40,7 @@ export class RedisCluster {
     for (let i = 0; i < 6; i += 1) nodes.push(new ClusterNode(await freePort(), mkdtempSync(join(tmpdir(), 'po-e2e-rcluster-'))));
     const cluster = new RedisCluster(nodes);
     try {
-      nodes.forEach((n) => n.start());
+      nodes.forEach((n) => n.startNode());
       for (const n of nodes) await cluster.waitFor(`node ${n.port} answering`, async () => (await probe(n.port, (r) => r.ping())) === 'PONG');
       await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes']);
       await cluster.waitHealthy();
@@ -139,7 +104,7 @@ export class RedisCluster {
 
   /** Starts a killed node again on its port and nodes.conf: it rejoins, as a replica of whoever took its slots. */
   async restart(port: number): Promise<void> {
-    this.node(port).start();
+    this.node(port).startNode();
     await this.waitFor(`node ${port} answering`, async () => (await probe(port, (r) => r.ping())) === 'PONG');
   }
 

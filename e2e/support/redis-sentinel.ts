@@ -1,66 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { freePort } from './processes.js';
+import { RedisProcess, probeRedis as probe } from './redis-process.js';
 
 const MASTER = 'po-e2e';
-
-/** One process of the set: a data node (redis-server) or a sentinel (redis-sentinel), with its own directory. */
-class Node {
-  private child: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
-  readonly lines: string[] = [];
-
-  constructor(
-    readonly port: number,
-    readonly dir: string,
-  ) {}
-
-  get running(): boolean {
-    return (
-      this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null
-    );
-  }
-
-  start(command: string, args: string[]): void {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const stream of [child.stdout!, child.stderr!])
-      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) =>
-        this.lines.push(line),
-      );
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    this.child = child;
-  }
-
-  async kill(): Promise<void> {
-    if (!this.running) return;
-    this.child!.kill('SIGKILL');
-    await this.exited;
-  }
-}
-
-async function probe<T>(port: number, ask: (r: Redis) => Promise<T>): Promise<T | undefined> {
-  const r = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  r.on('error', () => undefined);
-  try {
-    await r.connect();
-    return await ask(r);
-  } catch {
-    return undefined;
-  } finally {
-    r.disconnect();
-  }
-}
 
 /**
  * A private Redis primary, one replica and three sentinels (quorum 2) on 127.0.0.1 and free ports,
@@ -68,13 +13,13 @@ async function probe<T>(port: number, ask: (r: Redis) => Promise<T>): Promise<T 
  */
 export class RedisSentinelSet {
   private constructor(
-    private readonly data: Node[],
-    private readonly sentinels: Node[],
+    private readonly data: RedisProcess[],
+    private readonly sentinels: RedisProcess[],
   ) {}
 
   static async start(): Promise<RedisSentinelSet> {
     const node = async () =>
-      new Node(await freePort(), mkdtempSync(join(tmpdir(), 'po-e2e-sentinel-')));
+      new RedisProcess(await freePort(), mkdtempSync(join(tmpdir(), 'po-e2e-sentinel-')));
     const data = [await node(), await node()];
     const sentinels = [await node(), await node(), await node()];
     const set = new RedisSentinelSet(data, sentinels);
@@ -172,7 +117,7 @@ export class RedisSentinelSet {
       rmSync(n.dir, { recursive: true, force: true });
   }
 
-  private startData(node: Node, replicaOf: number | null): void {
+  private startData(node: RedisProcess, replicaOf: number | null): void {
     // No persistence: a replica resyncs in full from its primary, at once (no diskless delay).
     const args = [
       '--port',
