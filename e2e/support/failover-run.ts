@@ -12,6 +12,8 @@ const STAGES = ['first', 'middle', 'last'];
 
 export interface Accepted {
   stageId: number;
+  executionId: string;
+  attempt: number;
   at: number;
 }
 
@@ -38,10 +40,11 @@ export async function streamEchoPipelines(cluster: Cluster, apiKey: string, coun
 }
 
 /**
- * A worker of the test's own beside the SDK worker: pull, lease, ack, result (the echo's output),
- * until `until`; results are retried like an SDK worker's. Every result answered 202 is recorded.
+ * A worker of the test's own beside the SDK worker: pull, lease, ack, `workMs` of handler time,
+ * result (the echo's output), until `until`; results are retried like an SDK worker's. Every
+ * result answered 202 is recorded.
  */
-export async function probeWorker(cluster: Cluster, app: { apiKey: string; applicationId: number }, instanceId: string, until: number, accepted: Accepted[]): Promise<void> {
+export async function probeWorker(cluster: Cluster, app: { apiKey: string; applicationId: number }, instanceId: string, until: number, accepted: Accepted[], workMs = 0): Promise<void> {
   const headers = { 'x-api-key': app.apiKey };
   const session = await call(cluster.workerUrl, 'POST', '/workers/bootstrap', { json: { instanceId, handlers: ['echo'] }, headers });
   if (session.status !== 200) throw new Error(`bootstrap answered ${session.status}`);
@@ -59,12 +62,13 @@ export async function probeWorker(cluster: Cluster, app: { apiKey: string; appli
     const lease = await attempt(() => call(cluster.workerUrl, 'POST', `/stages/${stageId}/lease/acquire`, { json: { executionId, workerId }, headers: workerHeaders }));
     await attempt(() => call(cluster.workerUrl, 'POST', '/jobs/ack', { json: { token: pulled.body.token } }));
     if (!lease?.body?.acquired) continue;
+    if (workMs > 0) await sleep(workMs);
     const result = { stageId, executionId, attempt: lease.body.attempt as number, isSuccess: true, result: input };
     await waitFor(
       `result of stage ${stageId}`,
       async () => {
         const r = await attempt(() => call(cluster.workerUrl, 'POST', `/stages/${stageId}/result`, { json: result, headers: workerHeaders }));
-        if (r?.status === 202) accepted.push({ stageId, at: Date.now() });
+        if (r?.status === 202) accepted.push({ stageId, executionId, attempt: result.attempt, at: Date.now() });
         return r && r.status < 500 ? r : undefined;
       },
       20_000,
@@ -76,7 +80,7 @@ export async function probeWorker(cluster: Cluster, app: { apiKey: string; appli
 /**
  * What went wrong with the pipelines `runs` created: one not Completed, an output not its input, a
  * stage with other than one execution ended by its result (lost, expired or run twice), a result
- * applied twice; and every 202'd result whose stage did not complete by it (lost).
+ * applied twice; and every 202'd result whose stage did not complete by that very execution (lost).
  */
 export async function failoverProblems(cluster: Cluster, runs: { apiKey: string; ids: number[] }[], accepted: Accepted[], killedAt: number): Promise<{ problems: string[]; lostAccepted: string[] }> {
   const problems: string[] = [];
@@ -101,9 +105,34 @@ export async function failoverProblems(cluster: Cluster, runs: { apiKey: string;
       }
     }
   }
+  const acceptedEnds = new Map(
+    (
+      await cluster.database.db.$queryRaw<{ id: string; end_reason: string | null }[]>`
+        SELECT id::text, end_reason FROM stage_executions WHERE id = ANY(${accepted.map((a) => a.executionId)}::uuid[])`
+    ).map((r) => [r.id, r.end_reason]),
+  );
   const lostAccepted = accepted
-    .map((a) => ({ ...a, row: stages.get(a.stageId) }))
-    .filter((a) => a.row?.status !== 'Completed' || a.row.ends.includes('LEASE_EXPIRED'))
-    .map((a) => `stage ${a.stageId} 202'd at +${a.at - killedAt} ms: ${a.row?.status} ${JSON.stringify(a.row?.ends)}`);
+    .map((a) => ({ ...a, row: stages.get(a.stageId), end: acceptedEnds.get(a.executionId) }))
+    .filter((a) => a.row?.status !== 'Completed' || a.row.ends.includes('LEASE_EXPIRED') || a.end !== 'result')
+    .map((a) => `stage ${a.stageId} execution ${a.executionId} #${a.attempt} 202'd at +${a.at - killedAt} ms: stage ${a.row?.status} ${JSON.stringify(a.row?.ends)}, this execution ${a.end}`);
   return { problems, lostAccepted };
+}
+
+/**
+ * When the first stage completed whose execution was leased after `at` (ms since the epoch): its
+ * lease, result, replica confirmation and application all came after it.
+ */
+export async function firstResultLeasedAfter(cluster: Cluster, at: number): Promise<number | undefined> {
+  const [row] = await cluster.database.db.$queryRaw<{ first: Date | null }[]>`
+    SELECT min(ended_at) AS first FROM stage_executions
+    WHERE end_reason = 'result' AND leased_at > to_timestamp(${at / 1000}::float8)`;
+  return row?.first ? row.first.getTime() : undefined;
+}
+
+/** Each execution ended by its result since `from`: [leased, ended] in ms after `from`, by end. */
+export async function resultTimeline(cluster: Cluster, from: number): Promise<[number, number][]> {
+  const rows = await cluster.database.db.$queryRaw<{ leased_at: Date; ended_at: Date }[]>`
+    SELECT leased_at, ended_at FROM stage_executions
+    WHERE end_reason = 'result' AND ended_at > to_timestamp(${from / 1000}::float8) ORDER BY ended_at`;
+  return rows.map((r) => [r.leased_at.getTime() - from, r.ended_at.getTime() - from]);
 }

@@ -12,6 +12,9 @@ const MASTER = 'po-e2e';
  * for tests that kill the primary and watch Sentinel promote the replica (down after 1 s).
  */
 export class RedisSentinelSet {
+  /** Each data node's own settings: whom it replicates when started (null: none, a primary). */
+  private readonly replicaOf = new Map<RedisProcess, number | null>();
+
   private constructor(
     private readonly data: RedisProcess[],
     private readonly sentinels: RedisProcess[],
@@ -36,6 +39,7 @@ export class RedisSentinelSet {
             `port ${s.port}`,
             'bind 127.0.0.1',
             `dir ${s.dir}`,
+            'sentinel announce-ip 127.0.0.1',
             `sentinel monitor ${MASTER} 127.0.0.1 ${data[0]!.port} 2`,
             `sentinel down-after-milliseconds ${MASTER} 1000`,
             `sentinel failover-timeout ${MASTER} 5000`,
@@ -44,6 +48,13 @@ export class RedisSentinelSet {
           ].join('\n'),
         );
         s.start('redis-sentinel', [conf]);
+      }
+      // Sentinel turns a restarted old primary into a replica only after two INFO rounds 8 s apart
+      // (10 s period, 4 hello periods): a second and 2 s here, so a test waits seconds, not ~20.
+      // SENTINEL DEBUG came with Redis 7.0; an older sentinel keeps its defaults.
+      for (const s of sentinels) {
+        await set.waitFor(`sentinel ${s.port} answering`, async () => (await probe(s.port, (r) => r.ping())) === 'PONG');
+        await probe(s.port, (r) => r.call('SENTINEL', 'DEBUG', 'info-period', '1000', 'publish-period', '500'));
       }
       await set.waitFor('three sentinels that see each other and the replica', async () => {
         const views = await Promise.all(
@@ -102,13 +113,23 @@ export class RedisSentinelSet {
     return { killed, promoted };
   }
 
-  /** Starts a killed data node again as a replica of the current primary; resolves once it synced. */
-  async restartAsReplica(port: number): Promise<void> {
+  /**
+   * Starts a killed data node again with its own settings, as an operator would: the old primary
+   * comes back believing it is one, empty, and Sentinel makes it a replica of the new primary.
+   * Resolves once it is that replica, synced.
+   */
+  async restart(port: number): Promise<void> {
     const node = this.data.find((n) => n.port === port);
-    const primary = await this.currentPrimary();
-    if (!node || !primary) throw new Error(`cannot restart ${port} under ${primary}`);
-    this.startData(node, primary);
-    await this.waitFor(`node ${port} a synced replica`, async () => this.isSyncedReplica(port));
+    if (!node || node.running) throw new Error(`node ${port} is not a stopped data node`);
+    this.startData(node, this.replicaOf.get(node) ?? null);
+    await this.waitFor(
+      `node ${port} reconfigured by Sentinel into a synced replica`,
+      async () => {
+        const primary = await this.currentPrimary();
+        return primary !== undefined && primary !== port && (await this.isSyncedReplica(port, primary));
+      },
+      45_000,
+    );
   }
 
   async stop(): Promise<void> {
@@ -118,6 +139,7 @@ export class RedisSentinelSet {
   }
 
   private startData(node: RedisProcess, replicaOf: number | null): void {
+    this.replicaOf.set(node, replicaOf);
     // No persistence: a replica resyncs in full from its primary, at once (no diskless delay).
     const args = [
       '--port',
@@ -132,14 +154,17 @@ export class RedisSentinelSet {
       '',
       '--repl-diskless-sync-delay',
       '0',
+      '--replica-announce-ip',
+      '127.0.0.1',
     ];
     if (replicaOf !== null) args.push('--replicaof', '127.0.0.1', String(replicaOf));
     node.start('redis-server', args);
   }
 
-  private async isSyncedReplica(port: number): Promise<boolean> {
+  private async isSyncedReplica(port: number, ofPrimary?: number): Promise<boolean> {
     const info = await probe(port, (r) => r.info('replication'));
-    return !!info && info.includes('role:slave') && info.includes('master_link_status:up');
+    if (!info || !info.includes('role:slave') || !info.includes('master_link_status:up')) return false;
+    return ofPrimary === undefined || info.includes(`master_port:${ofPrimary}\r\n`);
   }
 
   private async waitFor(
