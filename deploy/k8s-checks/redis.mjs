@@ -23,6 +23,10 @@ export const REDIS_BAD_VALUES = {
     { redis: { sentinel: { hosts: ['s:26379'] } } },
     /masterName/,
   ],
+  'a master name without sentinels (schema if/then; the services refuse it too)': [
+    { redis: { sentinel: { masterName: 'm' } } },
+    /hosts/,
+  ],
   'a cluster seed without a port (schema pattern)': [
     { redis: { cluster: { nodes: ['redis-0'] } } },
     /nodes/,
@@ -185,11 +189,16 @@ export function checkRedis({ values, docs, release, check }) {
         d.kind === 'Deployment' &&
         d.metadata.name === `${release}-pipeline-orchestration-${service}`,
     );
+    check(
+      Boolean(dep),
+      `${service}: no Deployment rendered, so its Redis settings cannot be checked`,
+    );
     if (dep) checkPod(service, dep.spec.template.spec, want, check);
   }
   const testPod = docs.find(
     (d) => d.kind === 'Pod' && d.metadata.annotations?.['helm.sh/hook'] === 'test',
   );
+  check(Boolean(testPod), 'no helm test Pod rendered, so its Redis settings cannot be checked');
   if (testPod) checkPod('the helm test Pod', testPod.spec, want, check);
   // The migration Job reaches PostgreSQL only.
   for (const job of docs.filter((d) => d.kind === 'Job')) {
