@@ -14,6 +14,8 @@ export interface Accepted {
   stageId: number;
   executionId: string;
   attempt: number;
+  /** When the request that got the 202 was sent, and when the 202 came. */
+  sentAt: number;
   at: number;
 }
 
@@ -67,8 +69,9 @@ export async function probeWorker(cluster: Cluster, app: { apiKey: string; appli
     await waitFor(
       `result of stage ${stageId}`,
       async () => {
+        const sentAt = Date.now();
         const r = await attempt(() => call(cluster.workerUrl, 'POST', `/stages/${stageId}/result`, { json: result, headers: workerHeaders }));
-        if (r?.status === 202) accepted.push({ stageId, executionId, attempt: result.attempt, at: Date.now() });
+        if (r?.status === 202) accepted.push({ stageId, executionId, attempt: result.attempt, sentAt, at: Date.now() });
         return r && r.status < 500 ? r : undefined;
       },
       20_000,
@@ -119,20 +122,13 @@ export async function failoverProblems(cluster: Cluster, runs: { apiKey: string;
 }
 
 /**
- * When the first stage completed whose execution was leased after `at` (ms since the epoch): its
- * lease, result, replica confirmation and application all came after it.
+ * Stage completions around a failover at `at` (ms since the epoch), by the executions' ends in
+ * PostgreSQL: the first completion of an execution leased after `at` (its lease, result and
+ * application all came after the kill) and the last completion of all.
  */
-export async function firstResultLeasedAfter(cluster: Cluster, at: number): Promise<number | undefined> {
-  const [row] = await cluster.database.db.$queryRaw<{ first: Date | null }[]>`
-    SELECT min(ended_at) AS first FROM stage_executions
-    WHERE end_reason = 'result' AND leased_at > to_timestamp(${at / 1000}::float8)`;
-  return row?.first ? row.first.getTime() : undefined;
-}
-
-/** Each execution ended by its result since `from`: [leased, ended] in ms after `from`, by end. */
-export async function resultTimeline(cluster: Cluster, from: number): Promise<[number, number][]> {
-  const rows = await cluster.database.db.$queryRaw<{ leased_at: Date; ended_at: Date }[]>`
-    SELECT leased_at, ended_at FROM stage_executions
-    WHERE end_reason = 'result' AND ended_at > to_timestamp(${from / 1000}::float8) ORDER BY ended_at`;
-  return rows.map((r) => [r.leased_at.getTime() - from, r.ended_at.getTime() - from]);
+export async function completionsAround(cluster: Cluster, at: number): Promise<{ firstLeasedAfter?: number; last?: number }> {
+  const [row] = await cluster.database.db.$queryRaw<{ first: Date | null; last: Date | null }[]>`
+    SELECT min(ended_at) FILTER (WHERE leased_at > to_timestamp(${at / 1000}::float8)) AS first, max(ended_at) AS last
+    FROM stage_executions WHERE end_reason = 'result'`;
+  return { firstLeasedAfter: row?.first?.getTime(), last: row?.last?.getTime() };
 }

@@ -84,33 +84,42 @@ export class RedisSentinelSet {
     };
   }
 
-  /** The primary's port as the sentinels report it now. */
+  /** The primary's port as the first sentinel that answers reports it now. */
   async currentPrimary(): Promise<number | undefined> {
     for (const s of this.sentinels) {
-      const addr = await probe(
-        s.port,
-        (r) =>
-          r.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER) as Promise<[string, string] | null>,
-      );
-      if (addr) return Number(addr[1]);
+      const port = await this.primaryAt(s.port);
+      if (port !== undefined) return port;
     }
     return undefined;
   }
 
-  /** SIGKILL the primary; resolves once the sentinels name the promoted replica, with its port. */
-  async killPrimary(): Promise<{ killed: number; promoted: number }> {
+  private async primaryAt(sentinelPort: number): Promise<number | undefined> {
+    const addr = await probe(
+      sentinelPort,
+      (r) => r.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER) as Promise<[string, string] | null>,
+    );
+    return addr ? Number(addr[1]) : undefined;
+  }
+
+  /**
+   * SIGKILL the primary; resolves once every sentinel names the promoted replica and it acts as
+   * the primary, with both ports and when the kill was sent.
+   */
+  async killPrimary(): Promise<{ killed: number; promoted: number; killedAt: number }> {
     const killed = await this.currentPrimary();
     const node = this.data.find((n) => n.port === killed);
     if (!node || killed === undefined) throw new Error(`no data node is the primary (${killed})`);
+    const killedAt = Date.now();
     await node.kill();
     let promoted: number = killed;
-    await this.waitFor('a promoted replica', async () => {
-      promoted = (await this.currentPrimary()) ?? killed;
+    await this.waitFor('a promoted replica every sentinel names', async () => {
+      const named = new Set(await Promise.all(this.sentinels.map((s) => this.primaryAt(s.port))));
+      [promoted = killed] = named.size === 1 ? [...named] : [killed];
       const info =
         promoted === killed ? undefined : await probe(promoted, (r) => r.info('replication'));
       return info?.includes('role:master') === true;
     });
-    return { killed, promoted };
+    return { killed, promoted, killedAt };
   }
 
   /**
