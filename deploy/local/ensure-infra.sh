@@ -253,4 +253,8 @@ if [[ $bouncer_ok == 0 ]]; then
   wait_for pgbouncer bouncer_up || die "the pooler at ${BOUNCER_HOST}:${BOUNCER_PORT} does not answer"
   say "PgBouncer ${BOUNCER_HOST}:${BOUNCER_PORT} is up"
 fi
-say "PostgreSQL ${PG_HOST}:${PG_PORT} and Redis ${REDIS_HOST}:${REDIS_PORT} are up"
+if [[ -n "${REDIS_SENTINELS:-}${REDIS_CLUSTER_NODES:-}" ]]; then
+  say "PostgreSQL ${PG_HOST}:${PG_PORT} is up (Redis is left to Sentinel or the cluster)"
+else
+  say "PostgreSQL ${PG_HOST}:${PG_PORT} and Redis ${REDIS_HOST}:${REDIS_PORT} are up"
+fi

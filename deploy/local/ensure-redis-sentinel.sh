@@ -22,6 +22,12 @@ if ! apt-get install -y -q redis-sentinel >/dev/null; then
   apt-get install -y -q redis-sentinel >/dev/null
 fi
 command -v redis-sentinel >/dev/null 2>&1 || { say "apt-get finished but redis-sentinel is still missing"; exit 1; }
-if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-sentinel >/dev/null 2>&1 || true; fi
-pkill -f 'redis-sentinel .*:26379' >/dev/null 2>&1 || true
+# The package may start a sentinel of its own (26379, watching 127.0.0.1:6379): stop it and keep it
+# from starting at boot through the package's own service, never by process name.
+if [[ -d /run/systemd/system ]]; then
+  systemctl disable --now redis-sentinel >/dev/null 2>&1 || true
+elif [[ -x /etc/init.d/redis-sentinel ]]; then
+  /etc/init.d/redis-sentinel stop >/dev/null 2>&1 || true
+  if command -v update-rc.d >/dev/null 2>&1; then update-rc.d redis-sentinel disable >/dev/null 2>&1 || true; fi
+fi
 say "installed: $(redis-sentinel --version 2>/dev/null | head -n 1)"
