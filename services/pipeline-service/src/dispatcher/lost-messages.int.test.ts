@@ -83,7 +83,8 @@ async function dispatched(count: number, handlers: readonly string[]): Promise<{
       if (!planned.ok) throw new Error('invalid');
       ids.push(await insertPipeline(tx, planned.pipeline, new Date()));
     }
-  });
+    // 1,200 inserts one by one: on a loaded CI box they outlast Prisma's default 5 s.
+  }, { timeout: 120_000 });
   for (let i = 0; i < ids.length; i += 500) await engine.run(ids.slice(i, i + 500).map((pipelineId) => ({ kind: 'pass', pipelineId })));
   const stages = await db().stage.findMany({ where: { pipelineId: { in: ids.map(BigInt) } }, orderBy: { id: 'asc' } });
   return stages.map((s) => ({ stageId: Number(s.id), executionId: s.currentExecutionId!, handler: s.handlerName }));
