@@ -1,23 +1,14 @@
 import type { QueueBase } from 'bullmq';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisConfig } from '@po/config';
+import { envReader, redisConfig, type RedisConfig } from '@po/config';
 import { keySlot } from './key-slot.js';
 
 /** A connection to one node (directly or found through Sentinel) or to a cluster. */
 export type RedisConnection = Redis | Cluster;
 
-/** REDIS_URL alone, with the defaults every other setting has (tests, tools). */
+/** REDIS_URL alone, with the defaults every other setting has (tests, tools): the config's own parse. */
 export function singleRedis(url: string): RedisConfig {
-  return {
-    topology: { kind: 'single', url },
-    username: null,
-    password: null,
-    tls: url.startsWith('rediss:'),
-    ca: null,
-    commandTimeoutMs: 5000,
-    minReplicasAck: 0,
-    replicaAckTimeoutMs: 1000,
-  };
+  return redisConfig(envReader({ REDIS_URL: url }));
 }
 
 /**
