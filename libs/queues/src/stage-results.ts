@@ -1,6 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { confirmReplicated, isCluster, reopeningQueue, type RedisConnection } from './connection.js';
+import {
+  confirmReplicated,
+  isCluster,
+  reopeningQueue,
+  type RedisConnection,
+} from './connection.js';
 import { compile, type StageResultSubmit } from '@po/contracts';
 
 /**
@@ -134,6 +139,47 @@ export interface StageResultsProducerOptions {
   replicaAckTimeoutMs?: number;
 }
 
+/**
+ * Results committed together as one job (decision 0125): those that arrive at one gateway for one
+ * shard while the previous commit to it is under way. A lone result is still its own job under
+ * `resultJobId`, as before; a group is one add, one WAIT and one consumer pass for all of them.
+ */
+export interface StageResultGroup {
+  results: StageResultMessage[];
+}
+
+export const RESULT_GROUP_JOB = 'results';
+/** The most results, and about the most bytes, one group carries. */
+const GROUP_MAX_RESULTS = 64;
+const GROUP_MAX_BYTES = 1 << 20;
+
+/**
+ * The hash, in the shard's own slot, from each grouped result's `resultJobId` to its group's job
+ * id: the sweeper's receipt of a grouped result (decision 0062), removed by the consumer once the
+ * group is applied. A field whose group is gone (applied, or never added) reads as no receipt.
+ */
+export function resultReceiptsKey(queue: { toKey(suffix: string): string }): string {
+  return queue.toKey('receipts');
+}
+
+/** About the bytes of a result message: its strings are nearly all of it. */
+function resultMessageBytes(m: StageResultMessage): number {
+  const r = m.result;
+  let bytes = 512 + (r.result?.length ?? 0);
+  for (const log of r.logs ?? []) bytes += 64 + log.message.length;
+  for (const item of r.contextItems ?? [])
+    bytes += 64 + item.key.length + (item.value?.length ?? 0);
+  for (const stage of r.appendedStages ?? []) bytes += 256 + JSON.stringify(stage).length;
+  return bytes;
+}
+
+interface Pending {
+  message: StageResultMessage;
+  bytes: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 export function createStageResultsProducer(
   connection: RedisConnection,
   prefix: string,
@@ -152,20 +198,85 @@ export function createStageResultsProducer(
   };
   const minReplicas = options.minReplicasAck ?? 0;
   const replicaTimeout = options.replicaAckTimeoutMs ?? 1000;
+
+  const commit = async (name: string, messages: StageResultMessage[]) => {
+    const queue = queueOf(name);
+    const [only] = messages;
+    if (messages.length === 1 && only) {
+      const jobId = resultJobId(only.result.executionId, only.result.attempt, only.workerId);
+      // A repeated post finds its job there already and waits for the replicas all the same.
+      await queue.add('result', only, { jobId });
+      await confirmReplicated(connection, queue.toKey(jobId), minReplicas, replicaTimeout);
+      return;
+    }
+    const groupId = `g-${randomUUID()}`;
+    const receipts = resultReceiptsKey(queue);
+    const fields = messages.map((m) =>
+      resultJobId(m.result.executionId, m.result.attempt, m.workerId),
+    );
+    try {
+      await Promise.all([
+        connection.hset(receipts, Object.fromEntries(fields.map((f) => [f, groupId]))),
+        queue.add(RESULT_GROUP_JOB, { results: messages } satisfies StageResultGroup, {
+          jobId: groupId,
+        }),
+      ]);
+    } catch (err) {
+      // Receipts of a group that may not exist would only read as "no receipt"; drop them anyway.
+      void connection.hdel(receipts, ...fields).catch(() => undefined);
+      throw err;
+    }
+    await confirmReplicated(connection, queue.toKey(groupId), minReplicas, replicaTimeout);
+  };
+
+  // Per shard: the results waiting for the commit under way to finish. One commit at a time per
+  // shard, so a busy gateway's results ride together and an idle one's go at once (group commit).
+  const pendingOf = new Map<string, { queued: Pending[]; committing: boolean }>();
+  const drain = async (name: string, shard: { queued: Pending[]; committing: boolean }) => {
+    shard.committing = true;
+    try {
+      while (shard.queued.length > 0) {
+        let bytes = 0;
+        let n = 0;
+        while (
+          n < shard.queued.length &&
+          n < GROUP_MAX_RESULTS &&
+          (n === 0 || bytes + shard.queued[n]!.bytes <= GROUP_MAX_BYTES)
+        ) {
+          bytes += shard.queued[n]!.bytes;
+          n += 1;
+        }
+        const group = shard.queued.splice(0, n);
+        try {
+          await commit(
+            name,
+            group.map((p) => p.message),
+          );
+          for (const p of group) p.resolve();
+        } catch (err) {
+          for (const p of group) p.reject(err);
+        }
+      }
+    } finally {
+      shard.committing = false;
+      if (shard.queued.length === 0) pendingOf.delete(name);
+    }
+  };
+
   return {
-    async publish(message) {
+    publish(message) {
       // BullMQ sets a queue up on its first use and waits for Redis to do so: a gateway whose first
       // result comes during an outage would hold it until Redis is back. Fail fast, as producers do.
-      if (connection.status !== 'ready') throw new Error(`Redis connection ${connection.status}`);
-      const queue = queueOf(stageResultsQueue(message.applicationId));
-      const jobId = resultJobId(
-        message.result.executionId,
-        message.result.attempt,
-        message.workerId,
-      );
-      // A repeated post finds its job there already and waits for the replicas all the same.
-      await queue.add('result', message, { jobId });
-      await confirmReplicated(connection, queue.toKey(jobId), minReplicas, replicaTimeout);
+      if (connection.status !== 'ready')
+        return Promise.reject(new Error(`Redis connection ${connection.status}`));
+      const name = stageResultsQueue(message.applicationId);
+      let shard = pendingOf.get(name);
+      if (!shard) pendingOf.set(name, (shard = { queued: [], committing: false }));
+      const queued = shard;
+      return new Promise<void>((resolve, reject) => {
+        queued.queued.push({ message, bytes: resultMessageBytes(message), resolve, reject });
+        if (!queued.committing) void drain(name, queued);
+      });
     },
     async waiting(results) {
       const found = new Set<string>();
@@ -197,17 +308,23 @@ export function createStageResultsProducer(
           const queue = queueOf(name);
           const pipeline = connection.pipeline();
           for (const c of list) pipeline.exists(queue.toKey(c.id));
+          // A grouped result has no job of its own: its receipt names its group's (decision 0125).
+          pipeline.hmget(resultReceiptsKey(queue), ...list.map((c) => c.id));
           const answers = (await pipeline.exec()) ?? [];
           // Redis away is not "no result waits": the caller must not expire what it cannot check (decision 0120).
           const failed = answers.find(([err]) => err)?.[0];
           if (failed) throw failed;
+          const groups = (answers[list.length]?.[1] ?? []) as (string | null)[];
+          const pending = async (id: string) => {
+            const state = await queue.getJobState(id);
+            return state !== 'failed' && state !== 'completed' && state !== 'unknown';
+          };
           // A job that exists may still have failed for good (malformed): only pending ones count.
           await Promise.all(
             list.map(async (c, i) => {
-              if (answers[i]?.[1] === 0) return;
-              const state = await queue.getJobState(c.id);
-              if (state !== 'failed' && state !== 'completed' && state !== 'unknown')
-                found.add(c.executionId);
+              const group = groups[i];
+              if (answers[i]?.[1] !== 0 && (await pending(c.id))) found.add(c.executionId);
+              else if (group && (await pending(group))) found.add(c.executionId);
             }),
           );
         }),
@@ -278,7 +395,24 @@ export function createStageResultsConsumer(
   // During an outage every result waits as long as the outage has lasted so far (so the waits double,
   // whatever the concurrency), between 200 ms and OUTAGE_MAX_DELAY_MS.
   let outageSince: number | undefined;
-  const process = async (job: Job, token?: string) => {
+  const waitOutOutage = async (
+    job: Job,
+    token: string | undefined,
+    err: unknown,
+  ): Promise<never> => {
+    const now = Date.now();
+    if (outageSince === undefined) {
+      outageSince = now;
+      options.onOutage?.(err);
+    }
+    // Moved to delayed without counting an attempt: BullMQ leaves attemptsMade alone.
+    await job.moveToDelayed(
+      now + Math.min(OUTAGE_MAX_DELAY_MS, Math.max(200, now - outageSince)),
+      token,
+    );
+    throw new DelayedError();
+  };
+  const processOne = async (job: Job, token?: string) => {
     const checked = validateStageResultMessage(job.data);
     if (!checked.ok)
       throw new ResultDeadLettered(
@@ -290,19 +424,7 @@ export function createStageResultsConsumer(
       outageSince = undefined;
     } catch (err) {
       const failure = classify(err);
-      if (failure === 'outage') {
-        const now = Date.now();
-        if (outageSince === undefined) {
-          outageSince = now;
-          options.onOutage?.(err);
-        }
-        // Moved to delayed without counting an attempt: BullMQ leaves attemptsMade alone.
-        await job.moveToDelayed(
-          now + Math.min(OUTAGE_MAX_DELAY_MS, Math.max(200, now - outageSince)),
-          token,
-        );
-        throw new DelayedError();
-      }
+      if (failure === 'outage') return waitOutOutage(job, token, err);
       const attempts = job.attemptsMade + 1;
       if (attempts >= maxAttempts) {
         throw new ResultDeadLettered(
@@ -313,21 +435,75 @@ export function createStageResultsConsumer(
       throw err;
     }
   };
+  /**
+   * A group (decision 0125) is applied result by result (the applier batches them again). An outage
+   * delays the whole group, as it would each result; a result that fails otherwise, or is malformed,
+   * leaves the group as a job of its own, where the single-result rules (retries, dead letter) take
+   * it. Its id is fixed by the group, so a group applied twice (its consumer died) splits it once.
+   */
+  const splitQueues = new Map<string, Queue>();
+  const processGroup = async (job: Job, token?: string) => {
+    const group = job.data as Partial<StageResultGroup> | undefined;
+    const items: unknown[] = Array.isArray(group?.results) ? group.results : [];
+    const outcomes = await Promise.all(
+      items.map(async (item, index) => {
+        const checked = validateStageResultMessage(item);
+        const message = checked.ok ? checked.value : undefined;
+        const id = message
+          ? resultJobId(message.result.executionId, message.result.attempt, message.workerId)
+          : `${String(job.id)}-${index}`;
+        if (!message)
+          return { item, id, message, failure: 'error' as ResultFailureClass, err: undefined };
+        try {
+          await apply(message);
+          return { item, id, message, failure: null };
+        } catch (err) {
+          return { item, id, message, failure: classify(err), err };
+        }
+      }),
+    );
+    if (outcomes.some((o) => o.failure === null)) outageSince = undefined;
+    const outage = outcomes.find((o) => o.failure === 'outage');
+    if (outage) return waitOutOutage(job, token, outage.err);
+    let queue = splitQueues.get(job.queueName);
+    if (!queue)
+      splitQueues.set(
+        job.queueName,
+        (queue = new Queue(job.queueName, { connection, prefix, defaultJobOptions: JOB_OPTIONS })),
+      );
+    const failed = outcomes.filter((o) => o.failure !== null);
+    if (failed.length > 0)
+      await queue.addBulk(
+        failed.map((o) => ({ name: 'result', data: o.item, opts: { jobId: o.id } })),
+      );
+    const receipts = outcomes.filter((o) => o.message).map((o) => o.id);
+    if (receipts.length > 0) await connection.hdel(resultReceiptsKey(queue), ...receipts);
+  };
+  const process = (job: Job, token?: string) =>
+    job.name === RESULT_GROUP_JOB ? processGroup(job, token) : processOne(job, token);
   return stageResultsQueues({
     legacy: options.legacy ?? !isCluster(connection),
-  }).map(
-    (name) =>
-      new Worker(name, process, {
-        connection,
-        prefix,
-        concurrency: options.concurrency ?? 64,
-        // A consumer killed mid-batch (or cut from Redis) leaves its jobs active: their lock lapses
-        // within 10 s and the stalled check returns them within 5 s more, as often as that happens.
-        // Meanwhile the execution's receipt keeps the sweeper from expiring it (decision 0062).
-        maxStalledCount: Number.MAX_SAFE_INTEGER,
-        lockDuration: 10_000,
-        stalledInterval: 5_000,
-        settings: { backoffStrategy: options.retryDelay ?? resultRetryDelay },
-      }),
-  );
+  }).map((name) => {
+    const worker = new Worker(name, process, {
+      connection,
+      prefix,
+      concurrency: options.concurrency ?? 64,
+      // A consumer killed mid-batch (or cut from Redis) leaves its jobs active: their lock lapses
+      // within 10 s and the stalled check returns them within 5 s more, as often as that happens.
+      // Meanwhile the execution's receipt keeps the sweeper from expiring it (decision 0062).
+      maxStalledCount: Number.MAX_SAFE_INTEGER,
+      lockDuration: 10_000,
+      stalledInterval: 5_000,
+      settings: { backoffStrategy: options.retryDelay ?? resultRetryDelay },
+    });
+    worker.on(
+      'closed',
+      () =>
+        void splitQueues
+          .get(name)
+          ?.close()
+          .catch(() => undefined),
+    );
+    return worker;
+  });
 }

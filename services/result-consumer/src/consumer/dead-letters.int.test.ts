@@ -14,8 +14,11 @@ import {
   createStageResultDeadLetters,
   createStageResultsProducer,
   resultJobId,
+  resultReceiptsKey,
+  stageResultsQueue,
   type StageResultMessage,
 } from '@po/queues';
+import { Queue } from 'bullmq';
 import { createLogger, metricsText, observeResultDeadLetters } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
 import { createResultApplier, type ConsumerDeps, type ResultApplier } from './apply-result.js';
@@ -73,8 +76,8 @@ afterAll(async () => {
 });
 
 /** A pipeline whose only stage is Running under a granted lease, as after pull + acquire. */
-async function runningStage() {
-  const app = await database.db.application.create({ data: { name: 'rc-dead' } });
+async function runningStage(applicationId?: number) {
+  const app = applicationId === undefined ? await database.db.application.create({ data: { name: 'rc-dead' } }) : { id: applicationId };
   const planned = planPipeline({ name: 'p', stages: [{ stageName: 'a', stageHandlerName: 'h' }] }, { applicationId: app.id });
   if (!planned.ok) throw new Error('invalid');
   const now = new Date();
@@ -208,6 +211,110 @@ describe('a result that cannot be applied (issue 28, decision 0119)', () => {
       expect(failures).toEqual([]);
       expect(await deadLetters.count()).toBe(0);
       expect(lines.some((l) => l.includes('results wait for it without spending attempts'))).toBe(true);
+    } finally {
+      await Promise.all(consumers.map((c) => c.close()));
+      await down.drain();
+      await unreachable.$disconnect();
+    }
+  });
+});
+
+describe('results committed as a group (decision 0125)', () => {
+  /** Posts the results at once, as concurrent requests do: the first commits alone, the rest ride together. */
+  const postTogether = (messages: StageResultMessage[]) => Promise.all(messages.map((m) => results.publish(m)));
+  const openShard = (applicationId: number) => new Queue(stageResultsQueue(applicationId), { connection: producerRedis, prefix });
+
+  it('travel as one job with a receipt each that the sweeper honours; once applied, every stage is Completed and the receipts are gone', async () => {
+    const first = await runningStage();
+    const stages = [first];
+    for (let i = 0; i < 11; i++) stages.push(await runningStage(first.applicationId));
+    const shards = new Map(stages.map((s) => [stageResultsQueue(s.applicationId), openShard(s.applicationId)]));
+    try {
+      await postTogether(stages.map((s) => success(s)));
+      const jobs = (await Promise.all([...shards.values()].map((q) => q.getJobs(['waiting'])))).flat();
+      const carried = jobs.flatMap((j) => (j.name === 'results' ? (j.data as { results: StageResultMessage[] }).results : [j.data as StageResultMessage]));
+      // Every result exactly once, in fewer jobs than results.
+      expect(carried.map((m) => m.result.executionId).sort()).toEqual(stages.map((s) => s.executionId).sort());
+      expect(jobs.some((j) => j.name === 'results')).toBe(true);
+      expect(jobs.length).toBeLessThan(stages.length);
+      const asked = stages.map((s) => ({ applicationId: s.applicationId, executionId: s.executionId, attempt: 1, workerId: 'w' }));
+      expect([...(await results.waiting(asked))].sort()).toEqual(stages.map((s) => s.executionId).sort());
+
+      const consumers = consumeResults(workerRedis, prefix, applier, logger, { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 });
+      try {
+        await until('every grouped result applied', async () => (await Promise.all(stages.map(statusOf))).every((st) => st === 'Completed'));
+        await until('the receipts removed', async () => {
+          const left = await Promise.all([...shards.values()].map((q) => producerRedis.hlen(resultReceiptsKey(q))));
+          return left.every((n) => n === 0);
+        });
+        expect(await results.waiting(asked)).toEqual(new Set());
+      } finally {
+        await Promise.all(consumers.map((c) => c.close()));
+      }
+    } finally {
+      await Promise.all([...shards.values()].map((q) => q.close()));
+    }
+  });
+
+  it('a result of a group that cannot be applied leaves it as its own job: retried, dead-lettered, while the rest of the group is applied', async () => {
+    await database.db.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_poison2() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.key = 'poison2' THEN RAISE EXCEPTION 'refused'; END IF;
+        RETURN NEW;
+      END $$`);
+    await database.db.$executeRawUnsafe('CREATE TRIGGER refuse_poison2 BEFORE INSERT OR UPDATE ON context_items FOR EACH ROW EXECUTE FUNCTION refuse_poison2()');
+    const first = await runningStage();
+    const good = [first, ...(await Promise.all([runningStage(first.applicationId), runningStage(first.applicationId)]))];
+    const poisoned = await runningStage(first.applicationId);
+    const poisonJob = resultJobId(poisoned.executionId, 1, 'w');
+    const before = await deadLetters.count();
+    await postTogether([...good.map((s) => success(s)), success(poisoned, [{ key: 'poison2', value: 'x' }])]);
+    const shard = openShard(poisoned.applicationId);
+    // The poison rides in a group with two of the others.
+    const groups = (await shard.getJobs(['waiting'])).filter((j) => j.name === 'results');
+    expect(groups.map((j) => (j.data as { results: StageResultMessage[] }).results.length)).toEqual([3]);
+    const failures: { jobId: string | undefined; deadLettered: boolean }[] = [];
+    const consumers = consumeResults(workerRedis, prefix, applier, logger, { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 });
+    for (const c of consumers) c.on('failed', (job, err) => failures.push({ jobId: job?.id, deadLettered: err instanceof ResultDeadLettered }));
+    try {
+      await until('the poison dead-lettered', async () => (await deadLetters.count()) === before + 1);
+      for (const s of good) expect(await statusOf(s)).toBe('Completed');
+      expect(await statusOf(poisoned)).toBe('Running');
+      // The group itself never failed: the poison's own job spent every attempt.
+      expect(failures).toEqual(Array.from({ length: MAX_ATTEMPTS }, (_, i) => ({ jobId: poisonJob, deadLettered: i === MAX_ATTEMPTS - 1 })));
+      expect(await shard.getJobState(poisonJob)).toBe('failed');
+      expect(await producerRedis.hlen(resultReceiptsKey(shard))).toBe(0);
+      expect(await deadLetters.drop(poisonJob)).toBe(true);
+    } finally {
+      await Promise.all(consumers.map((c) => c.close()));
+      await database.db.$executeRawUnsafe('DROP TRIGGER refuse_poison2 ON context_items');
+      await shard.close();
+    }
+  });
+
+  it('a group waits out a database outage whole, without spending attempts, then every result is applied', async () => {
+    const first = await runningStage();
+    const stages = [first, ...(await Promise.all([runningStage(first.applicationId), runningStage(first.applicationId)]))];
+    const unreachable = createDb('postgresql://postgres@127.0.0.1:1/none', { max: 1 });
+    const down = createResultApplier({ ...deps, db: unreachable }, { maxBatch: 16, maxConcurrent: 1 });
+    let current = down;
+    let calls = 0;
+    const failures: string[] = [];
+    await postTogether(stages.map((s) => success(s)));
+    const consumers = consumeResults(
+      workerRedis,
+      prefix,
+      { apply: (message) => ((calls += 1), current.apply(message)), drain: () => current.drain() },
+      logger,
+      { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 },
+    );
+    for (const c of consumers) c.on('failed', (job) => failures.push(job?.id ?? ''));
+    try {
+      await until('more outage retries than attempts allowed', async () => calls > stages.length * (MAX_ATTEMPTS + 1));
+      current = applier;
+      await until('the group applied after the outage', async () => (await Promise.all(stages.map(statusOf))).every((st) => st === 'Completed'));
+      expect(failures).toEqual([]);
     } finally {
       await Promise.all(consumers.map((c) => c.close()));
       await down.drain();
