@@ -130,6 +130,7 @@ export async function startBenchCluster({
   template,
   replicas = {},
   pooler = 'direct',
+  redisClusterNodes,
 } = {}) {
   // Each process of the cluster: its name (the service's, or `<service>-<n>` with several
   // replicas) and the service it runs.
@@ -154,7 +155,7 @@ export async function startBenchCluster({
   const env = serviceEnv({
     DATABASE_URL: bouncer ? bouncer.url(name) : databaseUrl(name),
     ...(bouncer ? { DATABASE_DIRECT_URL: databaseUrl(name) } : {}),
-    REDIS_URL,
+    ...(redisClusterNodes ? { REDIS_CLUSTER_NODES: redisClusterNodes } : { REDIS_URL }),
     QUEUE_PREFIX: `pobench:${name}`,
     HOST: '127.0.0.1',
     ...extra,
@@ -174,20 +175,17 @@ export async function startBenchCluster({
   async function cleanup() {
     cleaned ??= (async () => {
       process.off('exit', killAll);
-      const redis = new Redis(REDIS_URL);
-      let cursor = '0';
-      do {
-        const [nextCursor, keys] = await redis.scan(
-          cursor,
-          'MATCH',
-          `${env.QUEUE_PREFIX}:*`,
-          'COUNT',
-          1000,
-        );
-        cursor = nextCursor;
-        if (keys.length > 0) await redis.unlink(...keys);
-      } while (cursor !== '0');
-      await redis.quit();
+      // A Redis Cluster of the bench's own is stopped whole by its owner.
+      if (!redisClusterNodes) {
+        const redis = new Redis(REDIS_URL);
+        let cursor = '0';
+        do {
+          const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `${env.QUEUE_PREFIX}:*`, 'COUNT', 1000);
+          cursor = nextCursor;
+          if (keys.length > 0) await redis.unlink(...keys);
+        } while (cursor !== '0');
+        await redis.quit();
+      }
       await bouncer?.stop();
       await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
       if (ownLogDir) rmSync(logDir, { recursive: true, force: true });

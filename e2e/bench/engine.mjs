@@ -48,11 +48,16 @@
 //                          BENCH_SCHEDULES and BENCH_SCHEDULE_LEAD_SECONDS (schedules.mjs)
 //   TEST_DATABASE_URL      admin connection [postgresql://postgres@127.0.0.1:5432/postgres]
 //   REDIS_URL              [redis://127.0.0.1:6379]
+//   BENCH_REDIS            single | cluster [single]: cluster runs every phase on a Redis Cluster of
+//                          the bench's own (BENCH_REDIS_MASTERS primaries [3], no replicas; the
+//                          services get REDIS_CLUSTER_NODES) and reports each primary's commands
+//                          and CPU per stage (redisPerNode in the resources line)
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { REDIS_URL, startBenchCluster, summarize } from './cluster.mjs';
+import { startBenchRedisCluster } from './redis-cluster.mjs';
 import { dropHistoryTemplates, ensureHistoryTemplate } from './history.mjs';
 import { answerCounts, createClosedLoop, createOpenLoop } from './load.mjs';
 import { benchDb, startPgWork } from './pgwork.mjs';
@@ -171,7 +176,7 @@ async function warmUp(cluster, db, withWorkers) {
   return { pipelines: ids.length, seconds: seconds(Date.now() - t0) };
 }
 
-async function runPhase(phase, { tracing, template, log, pooler = 'direct' }) {
+async function runPhase(phase, { tracing, template, log, pooler = 'direct', redisCluster }) {
   const label = `${tracing ? `${phase}-tracing` : phase}${pooler === 'direct' ? '' : `-${pooler}`}`;
   const spanDir = tracing ? mkdtempSync(join(tmpdir(), 'po-bench-spans-')) : undefined;
   const otel = tracing
@@ -181,8 +186,8 @@ async function runPhase(phase, { tracing, template, log, pooler = 'direct' }) {
       }
     : {};
   const boxMs = boxCalibrationMs(); // before anything of the phase runs
-  const cluster = await startBenchCluster({ env: otel, label, template, pooler });
-  const redis = new Redis(REDIS_URL);
+  const cluster = await startBenchCluster({ env: otel, label, template, pooler, redisClusterNodes: redisCluster?.seeds });
+  const redis = redisCluster ? redisCluster.ports.map((port) => new Redis({ host: '127.0.0.1', port })) : new Redis(REDIS_URL);
   let workers;
   let db;
   try {
@@ -338,6 +343,15 @@ async function runPhase(phase, { tracing, template, log, pooler = 'direct' }) {
         Object.entries(processes).map(([name, u]) => [name, perUnit(u.writes, units, 2)]),
       ),
       redisCommandsPerUnit: perUnit(usage.redisCommands, units, 2),
+      ...(usage.redisPerNode
+        ? {
+            redisPerNode: usage.redisPerNode.map((n) => ({
+              node: n.node,
+              commandsPerUnit: perUnit(n.commands, units, 2),
+              cpuMsPerUnit: perUnit(n.cpuSeconds === null ? null : n.cpuSeconds * 1000, units, 3),
+            })),
+          }
+        : {}),
     };
     if (spanDir) {
       // Every process flushed its spans when it stopped: count what was exported.
@@ -354,7 +368,7 @@ async function runPhase(phase, { tracing, template, log, pooler = 'direct' }) {
   } finally {
     workers?.kill();
     await db?.end().catch(() => {});
-    await redis.quit();
+    await Promise.all([redis].flat().map((r) => r.quit()));
     await cluster.stop();
     if (spanDir) rmSync(spanDir, { recursive: true, force: true });
   }
@@ -388,12 +402,18 @@ export async function benchEngine(log = console.log, { tracing = false } = {}) {
     );
   }
   const results = {};
-  for (const phase of ALL_PHASES.filter((p) => PHASES.includes(p))) {
-    for (const pooler of POOLERS) {
-      const line = await runPhase(phase, { tracing, template, log, pooler });
-      if (pooler === POOLERS[0]) results[phase] = line;
-      else (results.pooled ??= {})[phase] = line;
+  const redisCluster =
+    process.env.BENCH_REDIS === 'cluster' ? await startBenchRedisCluster(num('BENCH_REDIS_MASTERS', 3)) : undefined;
+  try {
+    for (const phase of ALL_PHASES.filter((p) => PHASES.includes(p))) {
+      for (const pooler of POOLERS) {
+        const line = await runPhase(phase, { tracing, template, log, pooler, redisCluster });
+        if (pooler === POOLERS[0]) results[phase] = line;
+        else (results.pooled ??= {})[phase] = line;
+      }
     }
+  } finally {
+    await redisCluster?.stop();
   }
   if (results.pooled?.saturation && results.saturation) {
     const direct = results.saturation.stagesPerSecond;

@@ -115,13 +115,16 @@ const round = (v, digits = 2) => (v === null || v === undefined ? null : +v.toFi
  * postgresCpuSeconds, redisCpuSeconds, redisCommands } (writes: write system calls). RSS is read at end() only: call it just before stopping anything.
  */
 export async function startResourceMeter({ processes, postmasterPid, redis }) {
+  // One Redis, or the primaries of a Redis Cluster (BENCH_REDIS=cluster): then also per primary.
+  const nodes = Array.isArray(redis) ? redis : [redis];
+  const sampleRedis = () =>
+    Promise.all(nodes.map(async (r) => ({ cpu: await redisCpuSeconds(r), commands: await redisCommands(r) })));
   const cpu0 = Object.fromEntries(
     Object.entries(processes).map(([name, pid]) => [name, cpuSeconds(pid)]),
   );
   const io0 = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, syscalls(pid)]));
   const pg0 = postgresCpuSeconds(postmasterPid);
-  const redis0 = await redisCpuSeconds(redis);
-  const commands0 = await redisCommands(redis);
+  const redis0 = await sampleRedis();
   return {
     async end() {
       const out = {};
@@ -135,13 +138,22 @@ export async function startResourceMeter({ processes, postmasterPid, redis }) {
         };
       }
       const pg1 = postgresCpuSeconds(postmasterPid);
-      const redis1 = await redisCpuSeconds(redis);
-      const commands1 = await redisCommands(redis);
+      const redis1 = await sampleRedis();
+      const perNode = redis1.map((after, i) => {
+        const before = redis0[i];
+        return {
+          node: `${nodes[i].options.host}:${nodes[i].options.port}`,
+          cpuSeconds: before.cpu === null || after.cpu === null ? null : round(after.cpu - before.cpu),
+          commands: before.commands === null || after.commands === null ? null : after.commands - before.commands,
+        };
+      });
+      const total = (key) => (perNode.some((n) => n[key] === null) ? null : perNode.reduce((s, n) => s + n[key], 0));
       return {
         processes: out,
         postgresCpuSeconds: pg0 === null || pg1 === null ? null : round(pg1 - pg0),
-        redisCpuSeconds: redis0 === null || redis1 === null ? null : round(redis1 - redis0),
-        redisCommands: commands0 === null || commands1 === null ? null : commands1 - commands0,
+        redisCpuSeconds: total('cpuSeconds') === null ? null : round(total('cpuSeconds')),
+        redisCommands: total('commands'),
+        ...(nodes.length > 1 ? { redisPerNode: perNode } : {}),
       };
     },
   };

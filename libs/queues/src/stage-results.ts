@@ -254,7 +254,9 @@ export function createStageResultsProducer(
           );
           for (const p of group) p.resolve();
         } catch (err) {
-          for (const p of group) p.reject(err);
+          // Those queued behind a failed commit fail with it rather than each wait out its own
+          // command timeout in turn (a frozen Redis would answer the k-th group after k timeouts).
+          for (const p of [...group, ...shard.queued.splice(0)]) p.reject(err);
         }
       }
     } finally {
