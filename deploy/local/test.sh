@@ -26,13 +26,15 @@ step "chart, image and release checks (bash deploy/k8s-checks/run.sh)"; bash dep
 mkdir -p .local
 report() { echo "--reporter=default --reporter=json --outputFile.json=.local/vitest-$1.json"; }
 
-step "tests: unit and integration (npx vitest run --project unit --project integration)"
-bash deploy/local/ensure-pgbouncer.sh # the pooler tests run their own PgBouncer (decision 0116)
+step "tests: unit (npx vitest run --project unit)"
 # shellcheck disable=SC2046
-npx vitest run --project unit --project integration $(report main)
+npx vitest run --project unit $(report main)
 
-# Again on Node 24, the image's runtime (decision 0096): first on PATH, so vitest, its workers and
-# any `node` a test starts run on it. The binary comes from the npm registry, cached per machine.
+# Unit and integration on Node 24, the image's runtime (decision 0096; the machine's Node runs the
+# unit tests above and every service of the e2e tests below, decision 0126): first on PATH, so
+# vitest, its workers and any `node` a test starts run on it. The binary comes from the npm
+# registry, cached per machine.
+bash deploy/local/ensure-pgbouncer.sh # the pooler tests run their own PgBouncer (decision 0116)
 node24="$(bash deploy/local/ensure-node24.sh)"
 step "tests: unit and integration on Node $("$node24/node" --version) (the image's runtime)"
 # shellcheck disable=SC2046
