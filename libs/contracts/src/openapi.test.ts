@@ -340,11 +340,15 @@ describe('credentials and statuses per api-spec (spot checks)', () => {
     }
   });
 
-  it('pull: 200 or 204, 403 foreign queue, 429 with Retry-After', () => {
+  it('pull: 200 or 204, 403 foreign queue, 429 with Retry-After, 503 while Redis does not answer', () => {
     const pull = op('post', '/jobs/pull');
-    expect(statuses(pull)).toEqual(['200', '204', '400', '401', '403', '413', '429', '500']);
+    expect(statuses(pull)).toEqual(['200', '204', '400', '401', '403', '413', '429', '500', '503']);
     const tooMany = deref<OpenApiResponse>(pull.responses['429']!);
     expect(tooMany.headers?.['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
+  });
+
+  it('ack: 503 when Redis did not confirm it', () => {
+    expect(statuses(op('post', '/jobs/ack'))).toEqual(['200', '400', '404', '413', '500', '503']);
   });
 
   it('system endpoints and this document need no credential', () => {

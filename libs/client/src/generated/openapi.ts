@@ -2847,6 +2847,8 @@ export interface operations {
       429: components['responses']['TooManyInflight'];
       /** @description pull failed */
       500: components['responses']['InternalError'];
+      /** @description `broker_unavailable`: Redis does not answer; retry after `Retry-After` */
+      503: components['responses']['BrokerUnavailable'];
     };
   };
   ackJob: {
@@ -2877,6 +2879,8 @@ export interface operations {
       413: components['responses']['PayloadTooLarge'];
       /** @description ack failed */
       500: components['responses']['InternalError'];
+      /** @description `broker_unavailable`: Redis did not confirm the ack; the delivery stays held, retry after `Retry-After` */
+      503: components['responses']['BrokerUnavailable'];
     };
   };
   acquireStageLease: {

@@ -5,6 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { FetchedMessage, StageNextFetcher } from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { Deliveries, TooManyInflight, type DeliveriesOptions } from './deliveries.js';
+import { ackJob } from './operations.js';
 
 const LIMITS: DeliveriesOptions = {
   maxInflight: 2,
@@ -33,6 +34,7 @@ class FakeFetcher {
   readonly requeued: string[] = [];
   fetches = 0;
   failRequeue = false;
+  failComplete = false;
   onFetch: () => void = () => undefined;
   acquire(): boolean {
     return true;
@@ -44,6 +46,7 @@ class FakeFetcher {
     return this.queue.shift() ?? null;
   }
   async complete(m: FetchedMessage): Promise<void> {
+    if (this.failComplete) throw new Error('Command timed out');
     this.completed.push(String(m.job.id));
   }
   async requeue(m: FetchedMessage): Promise<void> {
@@ -111,6 +114,22 @@ describe('Deliveries', () => {
     const second = await deliveries.pull('q', APP, 0, never);
     expect(second?.messageId).toBe('a');
     expect(second!.token).not.toBe(first!.token);
+  });
+
+  it('an ack the broker does not confirm rejects and leaves the delivery held, so the retried ack completes it', async () => {
+    const { fetcher, deliveries } = setup();
+    fetcher.queue.push(message('a'));
+    const a = await deliveries.pull('q', APP, 0, never);
+    fetcher.failComplete = true;
+    await expect(deliveries.ack(a!.token, false)).rejects.toThrow(/timed out/);
+    // POST /jobs/ack answers that as 503 broker_unavailable (with Retry-After), never 500.
+    await expect(ackJob(deliveries, { token: a!.token })).rejects.toMatchObject({ code: 'broker_unavailable' });
+    expect(deliveries.inflight).toBe(1);
+    expect(deliveries.heldMessage(a!.token)).toBeDefined();
+    fetcher.failComplete = false;
+    expect(await deliveries.ack(a!.token, false)).toBe(true);
+    expect(fetcher.completed).toEqual(['a']);
+    expect(deliveries.inflight).toBe(0);
   });
 
   it('a pull is refused (429 too_many_inflight) before waiting once the process holds maxInflight deliveries', async () => {

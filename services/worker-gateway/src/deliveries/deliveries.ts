@@ -339,9 +339,22 @@ export class Deliveries {
       await this.requeueExpired(held);
       return false;
     }
-    if (requeue) await this.fetcher.requeue(held.message);
-    else await this.fetcher.complete(held.message);
+    try {
+      if (requeue) await this.fetcher.requeue(held.message);
+      else await this.fetcher.complete(held.message);
+    } catch (err) {
+      // Redis did not answer (an outage, a command timeout): the delivery is still this process's,
+      // so the worker's retry of the ack can succeed; the visibility sweep returns it otherwise.
+      this.restore(token, held);
+      throw err;
+    }
     return true;
+  }
+
+  private restore(token: string, held: Held): void {
+    this.held.set(token, held);
+    this.heldBytes += held.message.bytes;
+    this.app(held.applicationId).held += 1;
   }
 
   /**

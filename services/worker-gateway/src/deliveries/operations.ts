@@ -120,7 +120,14 @@ export async function pullNext(
 
 /** POST /jobs/ack: the token alone authorises it; 404 when this process does not hold it. */
 export async function ackJob(deliveries: Deliveries, request: { token: string; requeue?: boolean }): Promise<void> {
-  if (!(await deliveries.ack(request.token, request.requeue ?? false))) {
+  let acked: boolean;
+  try {
+    acked = await deliveries.ack(request.token, request.requeue ?? false);
+  } catch {
+    // The broker did not confirm it: 503 with Retry-After, and the delivery stays held for the retry.
+    throw new BrokerUnavailable();
+  }
+  if (!acked) {
     throw new NotFound('This process holds no delivery for that token (expired, already acknowledged, or held by another replica).');
   }
 }

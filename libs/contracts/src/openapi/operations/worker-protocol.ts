@@ -101,6 +101,7 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
         "the queue is outside this application's `app_{applicationId}_{handler}_StageNext` pattern",
       '429': 'too many in-flight deliveries; back off and retry (`Retry-After`)',
       '500': 'pull failed',
+      '503': '`broker_unavailable`: Redis does not answer; retry after `Retry-After`',
     },
   },
   {
@@ -120,6 +121,8 @@ export const WORKER_PROTOCOL_OPERATIONS: OperationSpec[] = [
       '404':
         'the token is not held by this process (expired, already acknowledged, or held by another replica)',
       '500': 'ack failed',
+      '503':
+        '`broker_unavailable`: Redis did not confirm the ack; the delivery stays held, retry after `Retry-After`',
     },
   },
   {
