@@ -15,7 +15,8 @@ export function singleRedis(url: string): RedisConfig {
  * A node that answers READONLY was a primary and is a replica now (a failover): reconnect, which
  * asks Sentinel (or the cluster) for the new primary, and send the command again there.
  */
-const reconnectOnReadOnly = (err: Error): 2 | false => (err.message.startsWith('READONLY') ? 2 : false);
+const reconnectOnReadOnly = (err: Error): 2 | false =>
+  err.message.startsWith('READONLY') ? 2 : false;
 
 /**
  * Producers fail fast when Redis is away (no offline queue, so a 2xx is never given for a message
@@ -24,7 +25,10 @@ const reconnectOnReadOnly = (err: Error): 2 | false => (err.message.startsWith('
  * closing the connection fails calls instead of holding them; a worker connection's deadline is
  * longer by BullMQ's longest blocking wait (its drainDelay, 5 s), which must not count as silence.
  */
-export function createRedis(config: RedisConfig | string, role: 'producer' | 'worker'): RedisConnection {
+export function createRedis(
+  config: RedisConfig | string,
+  role: 'producer' | 'worker',
+): RedisConnection {
   const c = typeof config === 'string' ? singleRedis(config) : config;
   const node: RedisOptions = {
     lazyConnect: false,
@@ -95,12 +99,19 @@ export class ReplicasNotConfirmed extends Error {
  * owns `key` (Redis WAIT). WAIT counts the writes of the connection it is sent on, so on a cluster
  * it goes to the connection of the key's primary, the one that carried the write.
  */
-export async function confirmReplicated(connection: RedisConnection, key: string, replicas: number, timeoutMs: number): Promise<void> {
+export async function confirmReplicated(
+  connection: RedisConnection,
+  key: string,
+  replicas: number,
+  timeoutMs: number,
+): Promise<void> {
   if (replicas <= 0) return;
   let confirmed: unknown;
   if (isCluster(connection)) {
     const owner = connection.slots[keySlot(key)]?.[0];
-    const primary = connection.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
+    const primary = connection
+      .nodes('master')
+      .find((n) => `${n.options.host}:${n.options.port}` === owner);
     if (!primary) throw new ReplicasNotConfirmed(replicas, 0);
     confirmed = await primary.call('WAIT', replicas, timeoutMs);
   } else {
@@ -118,6 +129,10 @@ export async function confirmReplicated(connection: RedisConnection, key: string
  * makes a fresh one on its next use.
  */
 export function dropIfSetupFails<Q extends QueueBase>(queue: Q, onBroken: () => void): Q {
+  // BullMQ re-emits every error of the shared connection on each queue, and prints it as a raw
+  // stack when nobody listens. The calls that fail report it where it matters (a 503, a warning
+  // of the service's logger, readiness): the queue's copy of it is dropped.
+  queue.on('error', () => undefined);
   queue.waitUntilReady().catch(() => {
     onBroken();
     void queue.close().catch(() => undefined);
@@ -126,7 +141,9 @@ export function dropIfSetupFails<Q extends QueueBase>(queue: Q, onBroken: () => 
 }
 
 /** One queue, made on first use and made again after its setup failed (see dropIfSetupFails). */
-export function reopeningQueue<Q extends QueueBase>(make: () => Q): { get(): Q; close(): Promise<void> } {
+export function reopeningQueue<Q extends QueueBase>(
+  make: () => Q,
+): { get(): Q; close(): Promise<void> } {
   let current: Q | undefined;
   return {
     get() {

@@ -468,11 +468,12 @@ export function createStageResultsConsumer(
     const outage = outcomes.find((o) => o.failure === 'outage');
     if (outage) return waitOutOutage(job, token, outage.err);
     let queue = splitQueues.get(job.queueName);
-    if (!queue)
-      splitQueues.set(
-        job.queueName,
-        (queue = new Queue(job.queueName, { connection, prefix, defaultJobOptions: JOB_OPTIONS })),
-      );
+    if (!queue) {
+      queue = new Queue(job.queueName, { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+      // Connection errors reach the worker's own listener; this queue's copies are dropped.
+      queue.on('error', () => undefined);
+      splitQueues.set(job.queueName, queue);
+    }
     const failed = outcomes.filter((o) => o.failure !== null);
     if (failed.length > 0)
       await queue.addBulk(
