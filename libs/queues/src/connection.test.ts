@@ -2,10 +2,15 @@ import type { QueueBase } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { reopeningQueue } from './connection.js';
 
-/** Just what reopeningQueue touches of a BullMQ queue: its setup promise and close. */
+/** Just what reopeningQueue touches of a BullMQ queue: its error listeners, setup promise and close. */
 function fakeQueue(setup: 'ok' | 'failed') {
   const q = {
     closed: false,
+    errorListeners: 0,
+    on: (event: string) => {
+      if (event === 'error') q.errorListeners += 1;
+      return q;
+    },
     waitUntilReady: () => (setup === 'ok' ? Promise.resolve() : Promise.reject(new Error('Reached the max retries per request limit'))),
     close: async () => {
       q.closed = true;
@@ -27,6 +32,8 @@ describe('reopeningQueue', () => {
     await settle();
     expect(holder.get()).toBe(first);
     expect(made).toBe(1);
+    // Someone listens for its errors, so BullMQ does not print them as raw stacks.
+    expect((first as unknown as ReturnType<typeof fakeQueue>).errorListeners).toBe(1);
   });
 
   it('drops a queue whose setup failed (Redis away) and makes a new one on the next use', async () => {
