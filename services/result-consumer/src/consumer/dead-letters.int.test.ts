@@ -293,6 +293,28 @@ describe('results committed as a group (decision 0125)', () => {
     }
   });
 
+  it('the same result twice in one group (a retry after a dropped response) is applied once', async () => {
+    const first = await runningStage();
+    const other = await runningStage(first.applicationId);
+    const shard = openShard(first.applicationId);
+    await postTogether([success(other), success(first), success(first)]);
+    const groups = (await shard.getJobs(['waiting'])).filter((j) => j.name === 'results');
+    expect(groups.map((j) => (j.data as { results: StageResultMessage[] }).results.map((m) => m.stageId))).toEqual([[first.stageId, first.stageId]]);
+    const failures: string[] = [];
+    const consumers = consumeResults(workerRedis, prefix, applier, logger, { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 });
+    for (const c of consumers) c.on('failed', (job) => failures.push(job?.id ?? ''));
+    try {
+      await until('both stages applied', async () => (await statusOf(first)) === 'Completed' && (await statusOf(other)) === 'Completed');
+      await until('the group done', async () => (await shard.getJobs(['waiting', 'active', 'delayed'])).length === 0);
+      const executions = await database.db.stageExecution.findMany({ where: { stageId: BigInt(first.stageId) } });
+      expect(executions.map((e) => e.endReason)).toEqual(['result']);
+      expect(failures).toEqual([]);
+    } finally {
+      await Promise.all(consumers.map((c) => c.close()));
+      await shard.close();
+    }
+  });
+
   it('a group waits out a database outage whole, without spending attempts, then every result is applied', async () => {
     const first = await runningStage();
     const stages = [first, ...(await Promise.all([runningStage(first.applicationId), runningStage(first.applicationId)]))];
