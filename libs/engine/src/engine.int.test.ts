@@ -2,12 +2,21 @@
 // over real PostgreSQL and Redis (addendum §7–§13).
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { Queue } from 'bullmq';
+import { Queue, type Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlOf } from '@po/db';
 import { insertPipeline } from './steps/create.js';
 import { planPipeline, type PipelineDefinitionInput } from '@po/domain';
-import { createPipelineEventsProducer, createRedis, createStageNextPublisher, type StageResultMessage, stageNextBullName } from '@po/queues';
+import {
+  STAGE_NEXT_BATCH_JOB,
+  createPipelineEventsProducer,
+  createRedis,
+  createStageNextPublisher,
+  stageNextBullName,
+  type StageNextBatchJob,
+  type StageNextJob,
+  type StageResultMessage,
+} from '@po/queues';
 import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, cleanupRedisPrefix, createTestDatabase, testQueuePrefix, type TestDatabase } from '@po/testing';
 import { Engine, type EngineDeps } from './engine.js';
@@ -76,11 +85,14 @@ const result = (pipelineId: number, s: { stageId: number; executionId: string },
 
 const stagesOf = (pipelineId: number) => db().stage.findMany({ where: { pipelineId: BigInt(pipelineId) }, orderBy: { position: 'asc' } });
 const executionsOf = (pipelineId: number) => db().stageExecution.findMany({ where: { stage: { pipelineId: BigInt(pipelineId) } } });
+/** The waiting messages of a handler's queue: a batch job (several dispatched together) carries several. */
+const messagesOf = (jobs: Job[]): { id: string; data: StageNextJob }[] =>
+  jobs.flatMap((j) => (j.name === STAGE_NEXT_BATCH_JOB ? (j.data as StageNextBatchJob).batch.map((data) => ({ id: data.executionId, data })) : [{ id: j.id!, data: j.data as StageNextJob }]));
 const waiting = async (handler: string) => {
   const queue = new Queue(stageNextBullName(`app_${applicationId}_${handler}_StageNext`), { connection: redis, prefix });
   const jobs = await queue.getJobs(['waiting']);
   await queue.close();
-  return jobs;
+  return messagesOf(jobs);
 };
 
 describe('the engine (addendum §9, §12, §13)', () => {
@@ -275,10 +287,7 @@ describe('the engine (addendum §9, §12, §13)', () => {
     await engine.run([{ kind: 'pass', pipelineId: id }]);
     const [root] = await lease(id);
     await engine.run([result(id, root!)]);
-    const queue = new Queue(stageNextBullName(`app_${applicationId}_fan_StageNext`), { connection: redis, prefix });
-    const jobs = await queue.getJobs(['waiting']);
-    await queue.close();
-    const leaves = jobs.filter((j) => j.data.stageName.startsWith('leaf'));
+    const leaves = (await waiting('fan')).filter((j) => j.data.stageName.startsWith('leaf'));
     expect(leaves).toHaveLength(99);
     const snapshots = await db().contextSnapshot.findMany({ where: { pipelineId: BigInt(id) } });
     expect(snapshots).toHaveLength(1);

@@ -188,11 +188,12 @@ export class Engine {
   }
 
   /**
-   * Publishes the batch's StageNext messages once it has committed (decision 0121): one addBulk
-   * per queue, all queues at once. No broker call holds a row lock, and a worker never pulls a
-   * message whose rows it cannot see yet. A publish that fails is tried again a few times; after
-   * that (or if this process dies in between) the sweeper's lost-message walk republishes the
-   * dispatch from its row, so nothing waits forever. The dispatch stands either way.
+   * Publishes the batch's StageNext messages once it has committed (decision 0121): one publish
+   * per queue (several messages go as batch jobs of up to 32, decision 0127), all queues at once.
+   * No broker call holds a row lock, and a worker never pulls a message whose rows it cannot see
+   * yet. A publish that fails is tried again a few times; after that (or if this process dies in
+   * between) the sweeper's lost-message walk republishes the dispatch from its row, so nothing waits
+   * forever. The dispatch stands either way.
    */
   private async publish(outgoing: readonly Outgoing[]): Promise<boolean> {
     const results = await Promise.allSettled([...byQueue(outgoing)].map(async ([queue, messages]) => {

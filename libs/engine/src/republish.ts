@@ -97,7 +97,8 @@ export async function republishLost(deps: { db: Db; publisher: StageNextPublishe
     [...byQueue(outgoing)].map(async ([queue, messages]) => {
       for (let i = 0; i < messages.length; i += PUBLISH_CHUNK) {
         const chunk: StageNextJob[] = messages.slice(i, i + PUBLISH_CHUNK);
-        await deps.publisher.publish(queue, chunk);
+        // One job per message, its id the execution id: not added twice if it is there after all.
+        await deps.publisher.publish(queue, chunk, { batch: false });
         for (const m of chunk) published.push(m.executionId);
       }
     }),

@@ -11,7 +11,19 @@ export {
   type PipelineEventType,
   type PipelineEventsProducer,
 } from './pipeline-events.js';
-export { createStageNextPublisher, stageNextBullName, stageNextWakeChannel, type StageNextJob, type StageNextMessage, type StageNextPublisher } from './stage-next.js';
+export {
+  STAGE_NEXT_BATCH_JOB,
+  STAGE_NEXT_BATCH_MAX,
+  STAGE_NEXT_JOB,
+  createStageNextPublisher,
+  stageNextBatchKeys,
+  stageNextBullName,
+  stageNextWakeChannel,
+  type StageNextBatchJob,
+  type StageNextJob,
+  type StageNextMessage,
+  type StageNextPublisher,
+} from './stage-next.js';
 export {
   FetchersExhausted,
   StageNextFetcher,

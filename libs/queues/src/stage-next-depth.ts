@@ -1,11 +1,11 @@
 import { QueueKeys } from 'bullmq';
-import { stageNextBullName } from './stage-next.js';
+import { stageNextBatchKeys, stageNextBullName } from './stage-next.js';
 import type { RedisConnection } from './connection.js';
 
 export interface StageNextDepth {
   /** The worker-facing queue name, `app_{applicationId}_{handler}_StageNext`. */
   queue: string;
-  /** Messages no gateway has fetched yet (BullMQ wait, paused and prioritized). */
+  /** Messages no gateway has fetched yet (in BullMQ wait, paused and prioritized jobs; a batch job counts its messages). */
   waiting: number;
   delayed: number;
   /** Age of the oldest waiting message (since it was added: its dispatch); null when none waits. */
@@ -15,7 +15,8 @@ export interface StageNextDepth {
 /**
  * Depth of the named StageNext queues, read on demand (the dashboard's overview) in two pipelined
  * round trips per queue, all queues at once, without opening a BullMQ Queue per name. One pipeline
- * per queue, since each queue's keys share a cluster slot and different queues' do not. The keys
+ * per queue, since each queue's keys share a cluster slot and different queues' do not. Waiting
+ * counts messages: a batch job counts as the messages it carries (batchedExtra). The keys
  * are BullMQ's own (QueueKeys): its wait list takes new jobs at the head (LPUSH), so the oldest
  * waiting job is the last element. The integration test publishes through createStageNextPublisher
  * and reads it back (services/api-gateway overview.int.test.ts), so a change of BullMQ's layout fails there.
@@ -25,15 +26,30 @@ export async function readStageNextDepths(connection: RedisConnection, prefix: s
   return Promise.all(queues.map((queue) => readDepth(connection, keys, queue, now)));
 }
 
+/**
+ * What waiting batch jobs add to a count of jobs to make it a count of messages: `{queue}:batch-sizes`
+ * holds one field per batch job that waits (written with it, removed by the gateway that fetches it),
+ * so messages = jobs − fields + the sum of the sizes. A batch the stalled check returned to its queue
+ * has no field any more and counts as one message, not n: that undercount lasts until it is fetched
+ * again, and only follows a gateway that died holding it.
+ */
+export function batchedExtra(fields: number, sizes: unknown): number {
+  const total = Array.isArray(sizes) ? sizes.reduce((n: number, v) => n + (Number(v) || 0), 0) : 0;
+  return Math.max(0, total - fields);
+}
+
 async function readDepth(connection: RedisConnection, keys: QueueKeys, queue: string, now: number): Promise<StageNextDepth> {
   const key = (type: string) => keys.toKey(stageNextBullName(queue), type);
-  const answers = (await connection.pipeline().llen(key('wait')).llen(key('paused')).zcard(key('prioritized')).zcard(key('delayed')).lindex(key('wait'), -1).exec()) ?? [];
+  const { sizes } = stageNextBatchKeys(keys, queue);
+  const answers =
+    (await connection.pipeline().llen(key('wait')).llen(key('paused')).zcard(key('prioritized')).zcard(key('delayed')).lindex(key('wait'), -1).hlen(sizes).hvals(sizes).exec()) ?? [];
   const value = (i: number): unknown => {
     const [err, v] = answers[i] ?? [new Error('no answer'), null];
     if (err) throw err;
     return v;
   };
-  const waiting = Number(value(0)) + Number(value(1)) + Number(value(2));
+  const jobs = Number(value(0)) + Number(value(1)) + Number(value(2));
+  const waiting = jobs > 0 ? jobs + batchedExtra(Number(value(5)), value(6)) : 0;
   const delayed = Number(value(3));
   const oldestId = value(4);
   // BullMQ 5 left "0:…" markers in the wait list; they are not jobs.

@@ -1,17 +1,47 @@
 import { randomUUID } from 'node:crypto';
-import { Job, Worker, createRedisBackend, type BackendFactory, type JobJson, type RedisQueueBackend } from 'bullmq';
+import { ErrorCode, Job, Queue, QueueKeys, Worker, createRedisBackend, type BackendFactory, type JobJson, type RedisQueueBackend } from 'bullmq';
 import { validateStageNextMessage, type StageNextJob } from '@po/contracts';
-import { stageNextBullName, stageNextWakeChannel } from './stage-next.js';
+import {
+  STAGE_NEXT_BATCH_JOB,
+  STAGE_NEXT_JOB,
+  STAGE_NEXT_JOB_OPTIONS,
+  stageNextBatchKeys,
+  stageNextBullName,
+  stageNextWakeChannel,
+  type StageNextBatchJob,
+} from './stage-next.js';
 import type { RedisConnection } from './connection.js';
 
-/** A message fetched for one HTTP delivery, with the BullMQ lock token that owns it. */
+/**
+ * The BullMQ job a fetched message came in, with the lock token that owns it: the message's own,
+ * or a batch job of several (`batch` set), completed once every message of it is settled.
+ */
+interface Carrier {
+  job: Job<StageNextJob | StageNextBatchJob>;
+  lockToken: string;
+  batch?: {
+    /** Every execution id it carries: its `batched` fields, removed when it completes. */
+    ids: string[];
+    /** Messages neither acked, requeued nor dropped yet. */
+    unsettled: number;
+  };
+}
+
+/** A message fetched for one HTTP delivery. */
 export interface FetchedMessage {
-  job: Job<StageNextJob>;
+  /** The executionId: the delivery's messageId. */
+  id: string;
+  data: StageNextJob;
+  /** The BullMQ lock token of the job holding it. */
   lockToken: string;
   /** The worker-facing queue name it was fetched from. */
   queue: string;
   /** About the byte length of its stored job data (see stageNextMessageBytes). */
   bytes: number;
+  /** When the job holding it was fetched (epoch ms, taken before the call): its BullMQ lock runs from about then. */
+  fetchedAt: number;
+  /** The fetcher's own: the job that holds it. */
+  readonly carrier: Carrier;
 }
 
 export interface StageNextFetcherOptions {
@@ -46,6 +76,7 @@ const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
 
 /** A §5.1 payload, or one whose context is named by a snapshot id (decision 0121). */
 function isStageNextJob(data: StageNextJob): boolean {
+  if (typeof data !== 'object' || data === null) return false;
   const { contextSnapshotId, ...message } = data;
   if (contextSnapshotId !== undefined && !(typeof contextSnapshotId === 'string' && UUID.test(contextSnapshotId))) return false;
   return validateStageNextMessage(message).ok;
@@ -58,10 +89,29 @@ function isStageNextJob(data: StageNextJob): boolean {
  */
 const sharedConnectionOnly: BackendFactory<RedisQueueBackend> = (name, opts) => createRedisBackend(name, opts, { withBlockingConnection: false });
 
+/**
+ * How long a message of a batch waits in the fetcher for a pull to take it before it goes back to
+ * its queue as a job of its own, where any gateway's pull finds it.
+ */
+const BUFFERED_MS = 1000;
+
+/** A BullMQ error that means this process no longer owns the job: its lock lapsed and the stalled check took it back. */
+const lostLock = (err: unknown): boolean =>
+  [ErrorCode.JobNotExist, ErrorCode.JobLockNotExist, ErrorCode.JobNotInState, ErrorCode.JobLockMismatch].includes((err as { code?: unknown }).code as ErrorCode);
+
 interface OpenQueue {
-  worker: Worker<StageNextJob>;
-  /** Holders that keep it open: callers between acquire and release, fetches under way, messages not yet completed or requeued. */
+  worker: Worker<StageNextJob | StageNextBatchJob>;
+  /** For requeuing one message of a batch as a job of its own; made when first needed. */
+  queue: Queue | undefined;
+  /**
+   * Holders that keep it open: callers between acquire and release, fetches under way, and each
+   * message not yet completed or requeued (delivered or buffered).
+   */
   users: number;
+  /** Messages of a fetched batch that no fetch took yet, oldest first. */
+  buffer: FetchedMessage[];
+  /** The Redis fetch under way: fetches of the same queue wait for it and take from the buffer after. */
+  fetching: Promise<unknown> | undefined;
 }
 
 /**
@@ -69,12 +119,19 @@ interface OpenQueue {
  * fetching jobs" pattern): one worker per queue, running the stalled-job check that returns
  * deliveries of dead gateways to the queue. At most `maxQueues` are open; opening another closes
  * the least recently used one nobody holds, so a caller looping over queue names cannot grow it.
+ *
+ * A batch job is split here: its first message goes to the fetch that found it, the others wait in
+ * a per-queue buffer for the next fetches (a second at most, then each goes back as a job of its
+ * own). Each message is acked or requeued on its own; the batch job is completed once all are
+ * settled. If this process dies, the batch's lock lapses and the whole batch comes back: messages
+ * already delivered are stale deliveries their lease refuses, as after any redelivery.
  */
 export class StageNextFetcher {
   /** Least recently used first. */
   private readonly open = new Map<string, OpenQueue>();
   private readonly closing = new Set<Promise<void>>();
   private readonly maxQueues: number;
+  private readonly keys: QueueKeys;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -82,6 +139,7 @@ export class StageNextFetcher {
     private readonly options: StageNextFetcherOptions,
   ) {
     this.maxQueues = options.maxQueues ?? 512;
+    this.keys = new QueueKeys(prefix);
   }
 
   /** Queues with a BullMQ worker right now. */
@@ -110,7 +168,7 @@ export class StageNextFetcher {
       return found;
     }
     if (this.open.size >= this.maxQueues && !this.closeOneIdle()) return undefined;
-    const entry = { worker: this.makeWorker(queue), users: 0 };
+    const entry: OpenQueue = { worker: this.makeWorker(queue), queue: undefined, users: 0, buffer: [], fetching: undefined };
     this.open.set(queue, entry);
     return entry;
   }
@@ -119,7 +177,7 @@ export class StageNextFetcher {
     for (const [name, entry] of this.open) {
       if (entry.users > 0) continue;
       this.open.delete(name);
-      const closed = entry.worker.close().catch(() => undefined);
+      const closed = Promise.all([entry.worker.close(), entry.queue?.close()]).then(() => undefined, () => undefined);
       this.closing.add(closed);
       void closed.finally(() => this.closing.delete(closed));
       return true;
@@ -127,8 +185,8 @@ export class StageNextFetcher {
     return false;
   }
 
-  private makeWorker(queue: string): Worker<StageNextJob> {
-    const worker = new Worker<StageNextJob>(
+  private makeWorker(queue: string): Worker<StageNextJob | StageNextBatchJob> {
+    const worker = new Worker<StageNextJob | StageNextBatchJob>(
       stageNextBullName(queue),
       null,
       {
@@ -157,76 +215,220 @@ export class StageNextFetcher {
    * Takes the next message of the queue, or null when it is empty. Never blocks. A message keeps
    * its queue open until it is completed or requeued. Throws FetchersExhausted when the queue is
    * not open and cannot be.
+   *
+   * A message left of a batch comes first, without asking Redis. Fetches of one queue sent together
+   * ask Redis one at a time: the first may bring a batch that serves the others.
    */
   async fetch(queue: string): Promise<FetchedMessage | null> {
     const entry = this.entryFor(queue);
     if (!entry) throw new FetchersExhausted(this.maxQueues);
     entry.users += 1;
-    let message: FetchedMessage | null = null;
     try {
       for (;;) {
-        const lockToken = randomUUID();
-        const job = (await entry.worker.getNextJob(lockToken, { block: false })) as Job<StageNextJob> | undefined;
-        if (!job) return null;
-        message = await this.deliverable(job, lockToken, queue);
-        if (message) return message;
+        const buffered = entry.buffer.shift();
+        if (buffered) return buffered;
+        if (entry.fetching) {
+          // It found the queue empty: so does this one.
+          if ((await entry.fetching) === null) return null;
+          continue;
+        }
+        const fetching = this.fetchFromRedis(queue, entry);
+        entry.fetching = fetching.catch(() => undefined);
+        try {
+          return await fetching;
+        } finally {
+          entry.fetching = undefined;
+        }
       }
     } finally {
-      if (!message) entry.users -= 1;
+      entry.users -= 1;
     }
   }
 
-  /** The fetched job as a message to deliver; a malformed payload is failed instead (null). */
-  private async deliverable(job: Job<StageNextJob>, lockToken: string, queue: string): Promise<FetchedMessage | null> {
-    if (isStageNextJob(job.data)) return { job, lockToken, queue, bytes: stageNextMessageBytes(job.data) };
-    // Not ours to deliver: drop it rather than hand a malformed payload to a worker.
-    await job.moveToFailed(new Error('invalid StageNext payload'), lockToken, false);
-    return null;
+  private async fetchFromRedis(queue: string, entry: OpenQueue): Promise<FetchedMessage | null> {
+    for (;;) {
+      const lockToken = randomUUID();
+      const fetchedAt = Date.now();
+      const job = (await entry.worker.getNextJob(lockToken, { block: false })) as Job<StageNextJob | StageNextBatchJob> | undefined;
+      if (!job) return null;
+      const message = await this.unpack(entry, queue, job, lockToken, fetchedAt);
+      if (message) return message;
+    }
   }
 
-  async complete(message: FetchedMessage): Promise<void> {
+  /**
+   * The fetched job's first message to deliver; a batch's others go to the buffer. Each message
+   * keeps the queue open. A malformed payload is not delivered: a single one is failed, a malformed
+   * message of a batch is settled without delivery (null when nothing is left to deliver).
+   */
+  private async unpack(entry: OpenQueue, queue: string, job: Job<StageNextJob | StageNextBatchJob>, lockToken: string, fetchedAt: number): Promise<FetchedMessage | null> {
+    const message = (carrier: Carrier, data: StageNextJob): FetchedMessage => {
+      entry.users += 1;
+      return { id: data.executionId, data, lockToken, queue, bytes: stageNextMessageBytes(data), fetchedAt, carrier };
+    };
+    if (job.name !== STAGE_NEXT_BATCH_JOB) {
+      const data = job.data as StageNextJob;
+      if (isStageNextJob(data)) return message({ job, lockToken }, data);
+      // Not ours to deliver: drop it rather than hand a malformed payload to a worker.
+      await job.moveToFailed(new Error('invalid StageNext payload'), lockToken, false);
+      return null;
+    }
+    const inner: unknown[] = Array.isArray((job.data as StageNextBatchJob).batch) ? (job.data as StageNextBatchJob).batch : [];
+    const { batched, sizes } = stageNextBatchKeys(this.keys, queue);
+    // It no longer waits: the depth gauges stop counting its messages (see readStageNextDepths).
+    void this.connection.hdel(sizes, String(job.id)).catch(() => undefined);
+    const valid = inner.filter((m): m is StageNextJob => isStageNextJob(m as StageNextJob));
+    const ids = inner.flatMap((m) => (typeof (m as StageNextJob)?.executionId === 'string' ? [(m as StageNextJob).executionId] : []));
+    if (valid.length === 0) {
+      await job.moveToFailed(new Error('invalid StageNext payload'), lockToken, false);
+      if (ids.length > 0) void this.connection.hdel(batched, ...ids).catch(() => undefined);
+      return null;
+    }
+    const carrier: Carrier = { job, lockToken, batch: { ids, unsettled: valid.length } };
+    const [first, ...rest] = valid.map((data) => message(carrier, data));
+    entry.buffer.push(...rest);
+    return first!;
+  }
+
+  /**
+   * Settles one message of its job: true when that was the last one, and the job is to be
+   * completed now (a single at once, a batch once all its messages are settled).
+   */
+  private settle(message: FetchedMessage): boolean {
+    const batch = message.carrier.batch;
+    if (!batch) return true;
+    batch.unsettled -= 1;
+    return batch.unsettled === 0;
+  }
+
+  private unsettle(message: FetchedMessage): void {
+    if (message.carrier.batch) message.carrier.batch.unsettled += 1;
+  }
+
+  /**
+   * Completes the job (with BullMQ's fetch-next when asked): `next` is what BullMQ fetched. A
+   * batch's `batched` fields go with it. A batch whose lock lapsed is not ours any more (`lost`):
+   * the stalled check gave it back, its messages come again, and the lease refuses the stale ones;
+   * that is not an error here.
+   */
+  private async completeJob(message: FetchedMessage, fetchNext: boolean): Promise<{ next?: unknown; lost?: true }> {
+    const { job, lockToken, batch } = message.carrier;
     try {
-      await message.job.moveToCompleted(null, message.lockToken, false);
+      const next = await job.moveToCompleted(null, lockToken, fetchNext);
+      if (batch) void this.connection.hdel(stageNextBatchKeys(this.keys, message.queue).batched, ...batch.ids).catch(() => undefined);
+      return { next };
+    } catch (err) {
+      if (batch && lostLock(err)) return { lost: true };
+      throw err;
+    }
+  }
+
+  /**
+   * Acks the message. If Redis does not answer, the message is unsettled again: the caller may keep
+   * holding it and ack it once more (it then acquires its queue again, as `release` ran here).
+   */
+  async complete(message: FetchedMessage): Promise<void> {
+    const last = this.settle(message);
+    try {
+      if (last) await this.completeJob(message, false);
+    } catch (err) {
+      this.unsettle(message);
+      throw err;
     } finally {
       this.release(message.queue);
     }
   }
 
   /**
-   * Completes the message and takes the next one of its queue in the same BullMQ script (a worker's
-   * "fetch next" on completion): one broker call where complete and fetch take two. The next message
-   * is locked under the same lock token and keeps the queue open in its place; null when the queue
-   * had none to give.
+   * Completes the message and takes the next one of its queue: a message left of a batch if there
+   * is one; else, when this completes its job, in the same BullMQ script (a worker's "fetch next" on
+   * completion), one broker call where complete and fetch take two. The next message is locked under
+   * the same lock token and keeps the queue open in its place; null when the queue had none to give.
    */
   async completeAndFetch(message: FetchedMessage): Promise<FetchedMessage | null> {
     const entry = this.open.get(message.queue);
-    let next: FetchedMessage | null = null;
     try {
-      const fetched = await message.job.moveToCompleted(null, message.lockToken, true);
-      const [data, id] = Array.isArray(fetched) ? (fetched as [JobJson | null | undefined, string | undefined]) : [];
-      if (!data || !entry) return null;
-      const job = Job.fromJSON(entry.worker, data, id) as Job<StageNextJob>;
+      const last = this.settle(message);
+      if (!entry) {
+        if (last) await this.completeJob(message, false);
+        return null;
+      }
+      if (!last || entry.buffer.length > 0) {
+        if (last) await this.completeJob(message, false);
+        return await this.fetch(message.queue);
+      }
+      const fetchedAt = Date.now();
+      const { next, lost } = await this.completeJob(message, true);
+      if (lost) return await this.fetch(message.queue);
+      const [data, id] = Array.isArray(next) ? (next as [JobJson | null | undefined, string | undefined]) : [];
+      if (!data) return null;
+      const job = Job.fromJSON(entry.worker, data, id) as Job<StageNextJob | StageNextBatchJob>;
       job.token = message.lockToken;
-      next = await this.deliverable(job, message.lockToken, message.queue);
-      return next;
+      // A malformed next one is dropped; the queue may hold more.
+      return (await this.unpack(entry, message.queue, job, message.lockToken, fetchedAt)) ?? (await this.fetch(message.queue));
     } finally {
-      if (!next) this.release(message.queue);
+      this.release(message.queue);
     }
   }
 
-  /** Puts the same message back, visible at once (ack requeue=true, visibility timeout). */
+  /**
+   * Puts the message back, visible at once (ack requeue=true, visibility timeout). A single goes
+   * back as it is; a message of a batch is added as a job of its own (job id = executionId) and
+   * settled in its batch. If that add fails the batch is never completed: its lock lapses and the
+   * stalled check returns all of it.
+   */
   async requeue(message: FetchedMessage): Promise<void> {
     try {
-      await message.job.moveToWait(message.lockToken);
+      if (!message.carrier.batch) await message.carrier.job.moveToWait(message.lockToken);
+      else {
+        await this.queueOf(message.queue).add(STAGE_NEXT_JOB, message.data, { jobId: message.id });
+        // Added again, it is settled; a retry after a failed completion adds nothing (same job id).
+        const last = this.settle(message);
+        try {
+          if (last) await this.completeJob(message, false);
+        } catch (err) {
+          this.unsettle(message);
+          throw err;
+        }
+      }
     } finally {
       this.release(message.queue);
     }
     await this.connection.publish(stageNextWakeChannel(this.prefix), message.queue);
   }
 
+  private queueOf(queue: string): Queue {
+    // A message not yet settled keeps its queue open.
+    const entry = this.open.get(queue);
+    if (!entry) throw new Error(`StageNext queue ${queue} is not open`);
+    if (!entry.queue) {
+      entry.queue = new Queue(stageNextBullName(queue), { connection: this.connection, prefix: this.prefix, defaultJobOptions: STAGE_NEXT_JOB_OPTIONS });
+      entry.queue.on('error', () => undefined);
+    }
+    return entry.queue;
+  }
+
+  /**
+   * Requeues each message of a batch that waited in the buffer `olderThanMs` or longer (from its
+   * fetch) without a pull taking it; every one with 0 (shutdown). Resolves with how many went back.
+   */
+  async sweepBuffered(olderThanMs = BUFFERED_MS): Promise<number> {
+    const now = Date.now();
+    const due: FetchedMessage[] = [];
+    for (const entry of this.open.values()) {
+      const stale = entry.buffer.filter((m) => now - m.fetchedAt >= olderThanMs);
+      if (stale.length === 0) continue;
+      entry.buffer = entry.buffer.filter((m) => !stale.includes(m));
+      due.push(...stale);
+    }
+    const results = await Promise.allSettled(due.map((m) => this.requeue(m)));
+    return results.filter((r) => r.status === 'fulfilled').length;
+  }
+
   async close(): Promise<void> {
-    const workers = [...this.open.values()].map((e) => e.worker);
+    await this.sweepBuffered(0);
+    const entries = [...this.open.values()];
     this.open.clear();
-    await Promise.all([...workers.map((w) => w.close()), ...this.closing]);
+    await Promise.all([...entries.flatMap((e) => [e.worker.close(), e.queue?.close()]), ...this.closing]);
   }
 }

@@ -1,10 +1,13 @@
-import { Queue } from 'bullmq';
+import { Queue, QueueKeys } from 'bullmq';
 import { dropIfSetupFails, type RedisConnection } from './connection.js';
-import { stageNextBullName } from './stage-next.js';
+import { batchedExtra } from './stage-next-depth.js';
+import { stageNextBatchKeys, stageNextBullName } from './stage-next.js';
 
 export interface StageNextQueueSample {
   queue: string;
+  /** Messages waiting: a waiting batch job counts the messages it carries. */
   waiting: number;
+  /** Jobs fetched and not yet completed (a batch job is one). */
   active: number;
   delayed: number;
   /** Age of the oldest waiting message (from its creation, i.e. its dispatch), 0 when none waits. */
@@ -37,6 +40,7 @@ export function createStageNextQueueStats(connection: RedisConnection, prefix: s
   const maxQueues = options.maxQueues ?? 500;
   const now = options.now ?? Date.now;
   const watched = new Map<string, { lastSeen: number; queue: Queue }>();
+  const keys = new QueueKeys(prefix);
 
   const forget = (name: string) => {
     const entry = watched.get(name);
@@ -66,8 +70,14 @@ export function createStageNextQueueStats(connection: RedisConnection, prefix: s
       const at = now();
       const samples = await Promise.all(
         [...watched.entries()].map(async ([name, entry]) => {
-          const counts = await entry.queue.getJobCounts('wait', 'prioritized', 'active', 'delayed');
-          const waiting = (counts.wait ?? 0) + (counts.prioritized ?? 0);
+          const { sizes } = stageNextBatchKeys(keys, name);
+          const [counts, batched] = await Promise.all([
+            entry.queue.getJobCounts('wait', 'prioritized', 'active', 'delayed'),
+            connection.pipeline().hlen(sizes).hvals(sizes).exec(),
+          ]);
+          const [[, fields] = [], [, values] = []] = batched ?? [];
+          const jobs = (counts.wait ?? 0) + (counts.prioritized ?? 0);
+          const waiting = jobs > 0 ? jobs + batchedExtra(Number(fields) || 0, values) : 0;
           let oldestAgeSeconds = 0;
           if (waiting > 0) {
             const [oldestId] = await entry.queue.getRanges(['wait'], 0, 0, true);

@@ -1,11 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { Queue, QueueKeys } from 'bullmq';
 import type { StageNextJob, StageNextMessage } from '@po/contracts';
 import { dropIfSetupFails, type RedisConnection } from './connection.js';
 
 /**
  * Queues `app_{applicationId}_{handler}_StageNext` (addendum §9): one BullMQ queue per application
- * and handler. The job id is the executionId, so a republish of the same dispatch is a no-op while
- * the job exists, and `messageId` is stable across redeliveries.
+ * and handler. A lone message is a job whose id is the executionId, so a republish of the same
+ * dispatch is a no-op while the job exists, and `messageId` (the executionId) is stable across
+ * redeliveries. Several dispatched to one queue at once are one batch job (STAGE_NEXT_BATCH_JOB).
  *
  * Callers always speak the worker-facing name (pull requests and responses, wake-ups, metrics);
  * only this library turns it into the BullMQ name (`stageNextBullName`).
@@ -28,15 +30,62 @@ export function stageNextBullName(queue: string): string {
 
 const ENCODED: Record<string, string> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
 
-const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const;
+export const STAGE_NEXT_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const;
+const JOB_OPTIONS = STAGE_NEXT_JOB_OPTIONS;
+
+/** The BullMQ job name of one message (job id = executionId). */
+export const STAGE_NEXT_JOB = 'stage';
+
+/**
+ * The BullMQ job name of several messages dispatched to one queue together (data `{ batch }`, job
+ * id `b-<uuid>`): one add, one fetch and one completion for all of them (decision 0125's next
+ * step). The gateway's fetcher splits it and settles each message on its own.
+ */
+export const STAGE_NEXT_BATCH_JOB = 'batch';
+
+/** The most messages in one batch job: a gateway holds a batch until every message is settled. */
+export const STAGE_NEXT_BATCH_MAX = 32;
+
+export interface StageNextBatchJob {
+  batch: StageNextJob[];
+}
+
+/**
+ * `{queue}:batched`: executionId → the batch job carrying it, so `missing()` still answers per
+ * message. `{queue}:batch-sizes`: batch job id → its message count while it waits (removed when a
+ * gateway fetches it), so the depth gauges count messages. Both carry the queue's hash tag.
+ */
+export const stageNextBatchKeys = (keys: QueueKeys, queue: string) => ({
+  batched: keys.toKey(stageNextBullName(queue), 'batched'),
+  sizes: keys.toKey(stageNextBullName(queue), 'batch-sizes'),
+});
+
+/** `messages` in as few chunks of at most STAGE_NEXT_BATCH_MAX as can be, of about equal size (never one of 1). */
+function chunks<T>(messages: readonly T[]): T[][] {
+  const count = Math.ceil(messages.length / STAGE_NEXT_BATCH_MAX);
+  const out: T[][] = [];
+  for (let i = 0, start = 0; i < count; i += 1) {
+    const end = Math.round(((i + 1) * messages.length) / count);
+    out.push(messages.slice(start, end));
+    start = end;
+  }
+  return out;
+}
 
 /** Publisher queues kept open at once: each costs listeners on the shared connection. */
 const MAX_OPEN_QUEUES = 1000;
 
 export interface StageNextPublisher {
-  /** Adds each message to its queue; resolves once Redis confirmed every add. */
-  publish(queue: string, messages: StageNextJob[]): Promise<void>;
-  /** The execution ids among `jobs` whose message is not in Redis any more (in no state at all). */
+  /**
+   * Adds the messages to their queue; resolves once Redis confirmed every add. Two or more go as
+   * batch jobs unless `batch: false`, which adds one job per message with job id = executionId
+   * (the lost-message walk relies on that id: a message there after all is not added twice).
+   */
+  publish(queue: string, messages: StageNextJob[], options?: { batch?: boolean }): Promise<void>;
+  /**
+   * The execution ids among `jobs` whose message is not in Redis any more (in no state at all):
+   * neither its own job nor the batch job `{queue}:batched` names for it exists.
+   */
   missing(jobs: readonly { queue: string; executionId: string }[]): Promise<Set<string>>;
   close(): Promise<void>;
 }
@@ -71,8 +120,30 @@ export function createStageNextPublisher(
     }
     return entry;
   };
+  /**
+   * One batch job and its two hash fields in one round trip on one connection. The hashes are
+   * written first (commands go out in call order), so a gateway that fetches the batch at once
+   * removes a size field that is already there. A failed add takes its fields back; a field whose
+   * batch does not exist only makes `missing()` call its messages lost, never present.
+   */
+  const addBatch = async (queue: Queue, name: string, chunk: StageNextJob[]): Promise<void> => {
+    const batchId = `b-${randomUUID()}`;
+    const { batched, sizes } = stageNextBatchKeys(keys, name);
+    const data: StageNextBatchJob = { batch: chunk };
+    const [mapped, sized, added] = await Promise.allSettled([
+      connection.hset(batched, Object.fromEntries(chunk.map((m) => [m.executionId, batchId]))),
+      connection.hset(sizes, batchId, chunk.length),
+      queue.add(STAGE_NEXT_BATCH_JOB, data, { jobId: batchId }),
+    ]);
+    if (added.status === 'rejected') {
+      void connection.hdel(batched, ...chunk.map((m) => m.executionId)).catch(() => undefined);
+      void connection.hdel(sizes, batchId).catch(() => undefined);
+      throw added.reason;
+    }
+    for (const r of [mapped, sized]) if (r.status === 'rejected') throw r.reason;
+  };
   return {
-    async publish(name, messages) {
+    async publish(name, messages, publishOptions = {}) {
       if (messages.length === 0) return;
       const entry = open(name);
       entry.busy += 1;
@@ -80,8 +151,9 @@ export function createStageNextPublisher(
         // One message (every dispatch at light load) goes by `add`: addBulk builds an ioredis
         // pipeline, which copies every BullMQ script onto itself — twice the CPU for the same call.
         const [only] = messages;
-        if (messages.length === 1 && only) await entry.queue.add('stage', only, { jobId: only.executionId });
-        else await entry.queue.addBulk(messages.map((m) => ({ name: 'stage', data: m, opts: { jobId: m.executionId } })));
+        if (messages.length === 1 && only) await entry.queue.add(STAGE_NEXT_JOB, only, { jobId: only.executionId });
+        else if (publishOptions.batch === false) await entry.queue.addBulk(messages.map((m) => ({ name: STAGE_NEXT_JOB, data: m, opts: { jobId: m.executionId } })));
+        else await Promise.all(chunks(messages).map((chunk) => addBatch(entry.queue, name, chunk)));
       } finally {
         entry.busy -= 1;
       }
@@ -98,12 +170,32 @@ export function createStageNextPublisher(
       for (const j of jobs) byQueue.set(j.queue, [...(byQueue.get(j.queue) ?? []), j.executionId]);
       await Promise.all(
         [...byQueue].map(async ([queue, ids]) => {
+          const bull = stageNextBullName(queue);
           const pipeline = connection.pipeline();
-          for (const id of ids) pipeline.exists(keys.toKey(stageNextBullName(queue), id));
+          for (const id of ids) pipeline.exists(keys.toKey(bull, id));
+          pipeline.hmget(stageNextBatchKeys(keys, queue).batched, ...ids);
           const answers = (await pipeline.exec()) ?? [];
+          const [hashErr, named] = answers[ids.length] ?? [new Error('no answer'), null];
+          // A message without a job of its own is there if the batch job named for it is. An
+          // unanswered read counts as present: the walk asks again at its next page.
+          if (hashErr) return;
+          const carriers = named as (string | null)[];
+          const inBatch = new Map<string, string[]>();
           ids.forEach((id, i) => {
             const [err, found] = answers[i] ?? [new Error('no answer'), 0];
-            if (!err && found === 0) gone.add(id);
+            if (err || found !== 0) return;
+            const batchId = carriers[i];
+            if (batchId) inBatch.set(batchId, [...(inBatch.get(batchId) ?? []), id]);
+            else gone.add(id);
+          });
+          if (inBatch.size === 0) return;
+          const batches = [...inBatch.keys()];
+          const check = connection.pipeline();
+          for (const b of batches) check.exists(keys.toKey(bull, b));
+          const found = (await check.exec()) ?? [];
+          batches.forEach((b, i) => {
+            const [err, exists] = found[i] ?? [new Error('no answer'), 0];
+            if (!err && exists === 0) for (const id of inBatch.get(b)!) gone.add(id);
           });
         }),
       );

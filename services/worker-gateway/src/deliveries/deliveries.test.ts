@@ -19,12 +19,15 @@ const LIMITS: DeliveriesOptions = {
 
 const APP = 7;
 
+/** A message as the fetcher gives it; `fetchedAt` is set when the fake fetcher hands it out. */
 function message(id: string, bytes = 1000): FetchedMessage {
   return {
-    job: { id, queueName: 'q', data: { executionId: id } },
+    id,
+    data: { executionId: id },
     lockToken: `lock-${id}`,
     queue: 'q',
     bytes,
+    fetchedAt: 0,
   } as unknown as FetchedMessage;
 }
 
@@ -36,31 +39,39 @@ class FakeFetcher {
   failRequeue = false;
   failComplete = false;
   onFetch: () => void = () => undefined;
+  constructor(private readonly now: () => number) {}
   acquire(): boolean {
     return true;
   }
   release(): void {}
   async fetch(): Promise<FetchedMessage | null> {
+    // The broker lock starts with the call, before whatever time it takes.
+    const fetchedAt = this.now();
     this.fetches += 1;
     this.onFetch();
-    return this.queue.shift() ?? null;
+    const m = this.queue.shift();
+    // One that waited in the fetcher (a message of a batch) keeps the time its job was fetched.
+    return m ? { ...m, fetchedAt: m.fetchedAt || fetchedAt } : null;
   }
   async complete(m: FetchedMessage): Promise<void> {
     if (this.failComplete) throw new Error('Command timed out');
-    this.completed.push(String(m.job.id));
+    this.completed.push(m.id);
   }
   async requeue(m: FetchedMessage): Promise<void> {
     if (this.failRequeue) throw new Error('Missing lock');
-    this.requeued.push(String(m.job.id));
+    this.requeued.push(m.id);
     this.queue.push(m);
+  }
+  async sweepBuffered(): Promise<number> {
+    return 0;
   }
 }
 
 function setup(
   options: Partial<DeliveriesOptions> = {},
 ) {
-  const fetcher = new FakeFetcher();
   const clock = { now: 1_000_000 };
+  const fetcher = new FakeFetcher(() => clock.now);
   const lines: string[] = [];
   const logger = createLogger({
     service: 'test',
@@ -191,6 +202,17 @@ describe('Deliveries', () => {
     clock.now += 1700;
     expect(await deliveries.sweepExpired()).toBe(1);
     expect(await deliveries.ack(a!.token, false)).toBe(false);
+  });
+
+  it('a message that waited in the fetcher (the rest of a batch) expires a visibility timeout after its job was fetched, not after its pull', async () => {
+    const { fetcher, clock, deliveries } = setup({ visibilityTimeoutMs: 2000 });
+    fetcher.queue.push({ ...message('buffered'), fetchedAt: clock.now });
+    clock.now += 800;
+    const d = await deliveries.pull('q', APP, 0, never);
+    clock.now += 1200;
+    expect(deliveries.heldMessage(d!.token)).toBeUndefined();
+    expect(await deliveries.sweepExpired()).toBe(1);
+    expect(fetcher.requeued).toEqual(['buffered']);
   });
 
   it('a waiting pull wakes as soon as its queue is announced, before the next poll', async () => {
@@ -359,7 +381,7 @@ describe('Deliveries', () => {
       fetcher.queue.push(message('m2'));
       deliveries.wake('q2');
       await new Promise((r) => setTimeout(r, 20));
-      expect(fetcher.queue.map((m) => m.job.id)).toEqual(['m2']);
+      expect(fetcher.queue.map((m) => m.id)).toEqual(['m2']);
       const acked = Date.now();
       await deliveries.ack(held!.token, false);
       expect((await second)?.messageId).toBe('m2');

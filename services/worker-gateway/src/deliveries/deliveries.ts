@@ -260,7 +260,7 @@ export class Deliveries {
         feed.blocked = true;
         return;
       }
-      // The BullMQ lock (visibility timeout) starts during the fetch: count the timeout from before it.
+      // The pull span starts here; the visibility timeout counts from each message's own fetch (hold).
       const fetchStartedAt = this.now();
       const app = this.app(feed.applicationId);
       this.reserved += n;
@@ -303,10 +303,13 @@ export class Deliveries {
 
   private hold(queue: string, applicationId: number, message: FetchedMessage, fetchStartedAt: number): Delivery {
     const token = randomBytes(24).toString('base64url');
-    this.held.set(token, { message, queue, applicationId, expiresAt: fetchStartedAt + this.options.visibilityTimeoutMs });
+    // The BullMQ lock (visibility timeout) starts when the job holding the message was fetched, from
+    // before that call; a message of a batch may have waited in the fetcher since: the delivery must
+    // not outlast the lock, or a stalled check could hand the message out while it is held here.
+    this.held.set(token, { message, queue, applicationId, expiresAt: message.fetchedAt + this.options.visibilityTimeoutMs });
     this.heldBytes += message.bytes;
     this.app(applicationId).held += 1;
-    return { token, queue, messageId: String(message.job.id), payload: message.job.data, fetchStartedAt };
+    return { token, queue, messageId: message.id, payload: message.data, fetchStartedAt };
   }
 
   /** Forgets a held delivery; queues that a limit kept waiting may fetch again. */
@@ -326,7 +329,7 @@ export class Deliveries {
   /** The message of a delivery this process holds and whose visibility timeout has not passed. */
   heldMessage(token: string): StageNextJob | undefined {
     const held = this.held.get(token);
-    return held && held.expiresAt > this.now() ? held.message.job.data : undefined;
+    return held && held.expiresAt > this.now() ? held.message.data : undefined;
   }
 
   /** Ack (requeue=false completes; requeue=true returns the same message at once). False when not held here. */
@@ -352,6 +355,8 @@ export class Deliveries {
   }
 
   private restore(token: string, held: Held): void {
+    // The fetcher let go of its queue with the failed call; the held delivery keeps it open again.
+    this.fetcher.acquire(held.queue);
     this.held.set(token, held);
     this.heldBytes += held.message.bytes;
     this.app(held.applicationId).held += 1;
@@ -424,7 +429,11 @@ export class Deliveries {
   }
 
   startSweeping(intervalMs = 1000): void {
-    this.sweepTimer = setInterval(() => void this.sweepExpired(), intervalMs);
+    this.sweepTimer = setInterval(() => {
+      void this.sweepExpired();
+      // Messages of a batch no pull took within a second go back to their queue for any gateway.
+      void this.fetcher.sweepBuffered().catch((err: unknown) => this.logger.warn({ err }, 'returning buffered messages failed'));
+    }, intervalMs);
     this.sweepTimer.unref();
   }
 
@@ -434,13 +443,13 @@ export class Deliveries {
     for (const feed of [...this.feeds.values()]) for (const w of [...feed.waiters]) w.resolve(null);
   }
 
-  /** On shutdown: stop sweeping and give every held delivery back so others can take it now. */
+  /** On shutdown: stop sweeping and give every held delivery, and every buffered message, back so others can take it now. */
   async releaseAll(): Promise<void> {
     clearInterval(this.sweepTimer);
     const all = [...this.held.values()];
     this.held.clear();
     this.heldBytes = 0;
     this.apps.clear();
-    await Promise.allSettled(all.map((h) => this.fetcher.requeue(h.message)));
+    await Promise.allSettled([...all.map((h) => this.fetcher.requeue(h.message)), this.fetcher.sweepBuffered(0)]);
   }
 }

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../testing/harness.js';
-import { PIPELINE_EVENTS_QUEUE, stageNextBullName } from '@po/queues';
+import { PIPELINE_EVENTS_QUEUE, STAGE_NEXT_BATCH_JOB, stageNextBullName, type StageNextBatchJob } from '@po/queues';
 
 const started: Gateway[] = [];
 afterAll(async () => {
@@ -26,7 +26,11 @@ async function jobsOf(gw: Gateway, name: string, states: ('waiting' | 'delayed' 
   }
 }
 
-const stageNextJobs = (gw: Gateway, handler: string) => jobsOf(gw, stageNextBullName(`app_${gw.appA.id}_${handler}_StageNext`), ['waiting']);
+/** The waiting StageNext messages of a handler: a batch job (several dispatched together) carries several. */
+const stageNextJobs = async (gw: Gateway, handler: string) =>
+  (await jobsOf(gw, stageNextBullName(`app_${gw.appA.id}_${handler}_StageNext`), ['waiting'])).flatMap((j) =>
+    j.name === STAGE_NEXT_BATCH_JOB ? (j.data as StageNextBatchJob).batch.map((data) => ({ data })) : [{ data: j.data as unknown }],
+  );
 const eventsFor = async (gw: Gateway, pipelineId: number) =>
   (await jobsOf(gw, PIPELINE_EVENTS_QUEUE, ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']))
     .map((j) => j.data as { type: string; pipelineId: number })

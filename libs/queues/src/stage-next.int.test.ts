@@ -1,0 +1,130 @@
+// StageNext publishing (decision 0125's next step): several messages dispatched to one queue are one
+// batch job, and `missing()` still answers per message, through the queue's `batched` hash.
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { Queue, QueueKeys } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StageNextMessage } from '@po/contracts';
+import { TEST_REDIS_URL, cleanupRedisPrefix, testQueuePrefix } from '@po/testing';
+import { createRedis } from './connection.js';
+import { STAGE_NEXT_BATCH_JOB, createStageNextPublisher, stageNextBatchKeys, stageNextBullName, type StageNextBatchJob } from './stage-next.js';
+
+const prefix = testQueuePrefix('stage-next');
+const redis = createRedis(TEST_REDIS_URL, 'producer');
+const publisher = createStageNextPublisher(redis, prefix);
+const queues: Queue[] = [];
+
+beforeAll(async () => {
+  // A producer connection has no offline queue: wait until it is up.
+  if (redis.status !== 'ready') await once(redis, 'ready');
+});
+
+afterAll(async () => {
+  await Promise.all(queues.map((q) => q.close()));
+  await publisher.close();
+  await cleanupRedisPrefix(prefix);
+  await redis.quit();
+});
+
+function message(executionId = randomUUID()): StageNextMessage {
+  return {
+    applicationId: 1,
+    pipelineId: 2,
+    stageId: 3,
+    executionId,
+    stageName: 'stage',
+    stageHandlerName: 'handler',
+    input: 'in',
+    options: {
+      runNextIfFailed: false,
+      retryInterval: 0,
+      maxRetries: 0,
+      timeOut: null,
+      retryOnErrorCodes: [],
+      backoff: 'fixed',
+      maxRetryInterval: null,
+      jitter: false,
+      dependsOn: [],
+      runInParallelWith: [],
+      failIfOutputEmpty: false,
+      notifyOnFailure: false,
+      runAsUser: null,
+    },
+    pipelineContextItems: [],
+    traceId: '0'.repeat(32),
+    spanId: '0'.repeat(16),
+    dispatchedAt: new Date().toISOString(),
+    timeOutSeconds: null,
+    previousAttempts: 0,
+  };
+}
+
+/** A queue of its own per test, and a BullMQ Queue to look into it. */
+function freshQueue() {
+  const name = `app_1_h-${randomUUID().slice(0, 8)}_StageNext`;
+  const bull = new Queue(stageNextBullName(name), { connection: redis, prefix });
+  queues.push(bull);
+  return { name, bull };
+}
+
+const asked = (name: string, messages: readonly StageNextMessage[]) => messages.map((m) => ({ queue: name, executionId: m.executionId }));
+
+describe('StageNext publisher', () => {
+  it('publishes 5 messages to one queue as one batch job, and missing() finds none of them missing', async () => {
+    const { name, bull } = freshQueue();
+    const messages = Array.from({ length: 5 }, () => message());
+    await publisher.publish(name, messages);
+    const jobs = await bull.getJobs(['waiting']);
+    expect(jobs.length).toBe(1);
+    expect(jobs[0]!.name).toBe(STAGE_NEXT_BATCH_JOB);
+    expect(jobs[0]!.id).toMatch(/^b-/);
+    expect((jobs[0]!.data as StageNextBatchJob).batch.map((m) => m.executionId)).toEqual(messages.map((m) => m.executionId));
+    expect(await publisher.missing(asked(name, messages))).toEqual(new Set());
+  });
+
+  it('missing() reports every message of a batch whose job Redis lost', async () => {
+    const { name, bull } = freshQueue();
+    const messages = Array.from({ length: 5 }, () => message());
+    const present = message();
+    await publisher.publish(name, messages);
+    await publisher.publish(name, [present]);
+    const [batch] = (await bull.getJobs(['waiting'])).filter((j) => j.name === STAGE_NEXT_BATCH_JOB);
+    await redis.del(bull.toKey(batch!.id!));
+    expect(await publisher.missing(asked(name, [...messages, present]))).toEqual(new Set(messages.map((m) => m.executionId)));
+  });
+
+  it('publishes a single message as before: one job whose id is its executionId, and no batch bookkeeping', async () => {
+    const { name, bull } = freshQueue();
+    const only = message();
+    await publisher.publish(name, [only]);
+    const jobs = await bull.getJobs(['waiting']);
+    expect(jobs.map((j) => [j.id, j.name])).toEqual([[only.executionId, 'stage']]);
+    const { batched, sizes } = stageNextBatchKeys(new QueueKeys(prefix), name);
+    expect(await redis.exists(batched, sizes)).toBe(0);
+    await redis.del(bull.toKey(only.executionId));
+    expect(await publisher.missing(asked(name, [only]))).toEqual(new Set([only.executionId]));
+  });
+
+  it('with { batch: false } adds one job per message, its id the executionId (what the lost-message walk relies on)', async () => {
+    const { name, bull } = freshQueue();
+    const messages = Array.from({ length: 5 }, () => message());
+    await publisher.publish(name, messages, { batch: false });
+    const jobs = await bull.getJobs(['waiting']);
+    expect(jobs.map((j) => j.id).sort()).toEqual(messages.map((m) => m.executionId).sort());
+    // Published again, none is added twice.
+    await publisher.publish(name, messages, { batch: false });
+    expect(await bull.getWaitingCount()).toBe(5);
+  });
+
+  it('splits a dispatch of more than 32 messages into batches of at most 32, each message in exactly one', async () => {
+    const { name, bull } = freshQueue();
+    const messages = Array.from({ length: 40 }, () => message());
+    await publisher.publish(name, messages);
+    const jobs = await bull.getJobs(['waiting']);
+    const sizes = jobs.map((j) => (j.data as StageNextBatchJob).batch.length);
+    expect(sizes.every((n) => n <= 32)).toBe(true);
+    expect(jobs.flatMap((j) => (j.data as StageNextBatchJob).batch.map((m) => m.executionId)).sort()).toEqual(messages.map((m) => m.executionId).sort());
+    const { batched } = stageNextBatchKeys(new QueueKeys(prefix), name);
+    expect(await redis.hlen(batched)).toBe(40);
+  });
+});
