@@ -1,4 +1,13 @@
-export { ReplicasNotConfirmed, confirmReplicated, createRedis, isCluster, isRedisReady, pingRedis, singleRedis, type RedisConnection } from './connection.js';
+export {
+  ReplicasNotConfirmed,
+  confirmReplicated,
+  createRedis,
+  isCluster,
+  isRedisReady,
+  pingRedis,
+  singleRedis,
+  type RedisConnection,
+} from './connection.js';
 export { keySlot } from './key-slot.js';
 export {
   LEGACY_PIPELINE_EVENTS_QUEUE,
@@ -23,11 +32,11 @@ export {
   type StageNextJob,
   type StageNextMessage,
   type StageNextPublisher,
+  stageNextMessageBytes,
 } from './stage-next.js';
 export {
   FetchersExhausted,
   StageNextFetcher,
-  stageNextMessageBytes,
   type FetchedMessage,
   type StageNextFetcherOptions,
 } from './stage-next-fetcher.js';
@@ -61,4 +70,8 @@ export {
   type StageResultsProducerOptions,
   type StageResultsProducer,
 } from './stage-results.js';
-export { createStageResultDeadLetters, type ResultDeadLetter, type StageResultDeadLetters } from './stage-results-dead-letters.js';
+export {
+  createStageResultDeadLetters,
+  type ResultDeadLetter,
+  type StageResultDeadLetters,
+} from './stage-results-dead-letters.js';

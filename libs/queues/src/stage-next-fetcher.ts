@@ -7,6 +7,7 @@ import {
   STAGE_NEXT_JOB_OPTIONS,
   stageNextBatchKeys,
   stageNextBullName,
+  stageNextMessageBytes,
   stageNextWakeChannel,
   type StageNextBatchJob,
 } from './stage-next.js';
@@ -59,17 +60,6 @@ export class FetchersExhausted extends Error {
   constructor(readonly maxQueues: number) {
     super(`all ${maxQueues} StageNext fetchers are in use`);
   }
-}
-
-/**
- * About the byte length of a StageNext job's stored data: its strings (input, context values) are
- * nearly all of it, so they are counted and the fixed fields are a constant. Cheaper than
- * serialising a message of several MB again only to measure it.
- */
-export function stageNextMessageBytes(m: StageNextJob): number {
-  let bytes = 640 + Buffer.byteLength(m.input) + Buffer.byteLength(m.stageName) + Buffer.byteLength(m.stageHandlerName);
-  for (const c of m.pipelineContextItems) bytes += 64 + Buffer.byteLength(c.key) + Buffer.byteLength(c.value ?? '') + Buffer.byteLength(c.valueType ?? '');
-  return bytes;
 }
 
 const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;

@@ -127,4 +127,17 @@ describe('StageNext publisher', () => {
     const { batched } = stageNextBatchKeys(new QueueKeys(prefix), name);
     expect(await redis.hlen(batched)).toBe(40);
   });
+
+  it('keeps a batch near 1 MiB: large messages share fewer batches, and one too large to share goes as a job of its own', async () => {
+    const { name, bull } = freshQueue();
+    const large = Array.from({ length: 6 }, () => ({ ...message(), input: 'x'.repeat(300_000) }));
+    const huge = { ...message(), input: 'y'.repeat(1_200_000) };
+    await publisher.publish(name, [...large, huge]);
+    const jobs = await bull.getJobs(['waiting']);
+    const batches = jobs.filter((j) => j.name === 'batch').map((j) => (j.data as StageNextBatchJob).batch.length);
+    // 3 × 300 KB fit under 1 MiB, 4 do not.
+    expect(batches.sort()).toEqual([3, 3]);
+    const single = jobs.find((j) => j.name !== 'batch');
+    expect(single?.id).toBe(huge.executionId);
+  });
 });

@@ -4,8 +4,7 @@ import { QueueKeys } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { keySlot } from './key-slot.js';
 import type { StageNextMessage } from '@po/contracts';
-import { stageNextMessageBytes } from './stage-next-fetcher.js';
-import { stageNextBullName } from './stage-next.js';
+import { stageNextBullName, stageNextMessageBytes } from './stage-next.js';
 
 describe('stageNextBullName', () => {
   it('is the worker-facing name as one hash tag, so every key of a queue shares a cluster slot', () => {

@@ -30,7 +30,11 @@ export function stageNextBullName(queue: string): string {
 
 const ENCODED: Record<string, string> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
 
-export const STAGE_NEXT_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true, attempts: 1 } as const;
+export const STAGE_NEXT_JOB_OPTIONS = {
+  removeOnComplete: true,
+  removeOnFail: true,
+  attempts: 1,
+} as const;
 const JOB_OPTIONS = STAGE_NEXT_JOB_OPTIONS;
 
 /** The BullMQ job name of one message (job id = executionId). */
@@ -60,16 +64,58 @@ export const stageNextBatchKeys = (keys: QueueKeys, queue: string) => ({
   sizes: keys.toKey(stageNextBullName(queue), 'batch-sizes'),
 });
 
-/** `messages` in as few chunks of at most STAGE_NEXT_BATCH_MAX as can be, of about equal size (never one of 1). */
-function chunks<T>(messages: readonly T[]): T[][] {
-  const count = Math.ceil(messages.length / STAGE_NEXT_BATCH_MAX);
-  const out: T[][] = [];
-  for (let i = 0, start = 0; i < count; i += 1) {
-    const end = Math.round(((i + 1) * messages.length) / count);
-    out.push(messages.slice(start, end));
-    start = end;
+/**
+ * About the byte length of a StageNext job's stored data: its strings (input, context values) are
+ * nearly all of it, so they are counted and the fixed fields are a constant. Cheaper than
+ * serialising a message of several MB again only to measure it.
+ */
+export function stageNextMessageBytes(m: StageNextJob): number {
+  let bytes =
+    640 +
+    Buffer.byteLength(m.input) +
+    Buffer.byteLength(m.stageName) +
+    Buffer.byteLength(m.stageHandlerName);
+  for (const c of m.pipelineContextItems)
+    bytes +=
+      64 +
+      Buffer.byteLength(c.key) +
+      Buffer.byteLength(c.value ?? '') +
+      Buffer.byteLength(c.valueType ?? '');
+  return bytes;
+}
+
+/** About the most bytes of messages one batch job carries: a gateway keeps a batch's messages in memory until pulls take them. */
+const STAGE_NEXT_BATCH_MAX_BYTES = 1 << 20;
+
+/**
+ * `messages` in chunks of about STAGE_NEXT_BATCH_MAX_BYTES at most (a message too large to share
+ * one is a chunk of its own), each split into as few chunks of at most STAGE_NEXT_BATCH_MAX as can
+ * be, of about equal count. A chunk of one is published as a single job.
+ */
+function chunks(messages: readonly StageNextJob[]): StageNextJob[][] {
+  const byBytes: StageNextJob[][] = [];
+  let current: StageNextJob[] = [];
+  let bytes = 0;
+  for (const m of messages) {
+    const size = stageNextMessageBytes(m);
+    if (current.length > 0 && bytes + size > STAGE_NEXT_BATCH_MAX_BYTES) {
+      byBytes.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(m);
+    bytes += size;
   }
-  return out;
+  if (current.length > 0) byBytes.push(current);
+  return byBytes.flatMap((group) => {
+    const count = Math.ceil(group.length / STAGE_NEXT_BATCH_MAX);
+    return Array.from({ length: count }, (_, i) =>
+      group.slice(
+        Math.round((i * group.length) / count),
+        Math.round(((i + 1) * group.length) / count),
+      ),
+    );
+  });
 }
 
 /** Publisher queues kept open at once: each costs listeners on the shared connection. */
@@ -106,7 +152,11 @@ export function createStageNextPublisher(
       queues.set(name, entry);
       return entry;
     }
-    const made = new Queue(stageNextBullName(name), { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+    const made = new Queue(stageNextBullName(name), {
+      connection,
+      prefix,
+      defaultJobOptions: JOB_OPTIONS,
+    });
     const dropBroken = () => {
       if (queues.get(name)?.queue === made) queues.delete(name);
     };
@@ -151,9 +201,24 @@ export function createStageNextPublisher(
         // One message (every dispatch at light load) goes by `add`: addBulk builds an ioredis
         // pipeline, which copies every BullMQ script onto itself — twice the CPU for the same call.
         const [only] = messages;
-        if (messages.length === 1 && only) await entry.queue.add(STAGE_NEXT_JOB, only, { jobId: only.executionId });
-        else if (publishOptions.batch === false) await entry.queue.addBulk(messages.map((m) => ({ name: STAGE_NEXT_JOB, data: m, opts: { jobId: m.executionId } })));
-        else await Promise.all(chunks(messages).map((chunk) => addBatch(entry.queue, name, chunk)));
+        if (messages.length === 1 && only)
+          await entry.queue.add(STAGE_NEXT_JOB, only, { jobId: only.executionId });
+        else if (publishOptions.batch === false)
+          await entry.queue.addBulk(
+            messages.map((m) => ({
+              name: STAGE_NEXT_JOB,
+              data: m,
+              opts: { jobId: m.executionId },
+            })),
+          );
+        else
+          await Promise.all(
+            chunks(messages).map((chunk) =>
+              chunk.length === 1
+                ? entry.queue.add(STAGE_NEXT_JOB, chunk[0]!, { jobId: chunk[0]!.executionId })
+                : addBatch(entry.queue, name, chunk),
+            ),
+          );
       } finally {
         entry.busy -= 1;
       }
