@@ -318,14 +318,21 @@ export class StageNextFetcher {
    * holding it and ack it once more (it then acquires its queue again, as `release` ran here).
    */
   async complete(message: FetchedMessage): Promise<void> {
-    const last = this.settle(message);
     try {
-      if (last) await this.completeJob(message, false);
+      await this.settleAndComplete(message);
+    } finally {
+      this.release(message.queue);
+    }
+  }
+
+  /** Settles the message and completes its job if that was the last one; unsettles it if Redis fails. */
+  private async settleAndComplete(message: FetchedMessage): Promise<void> {
+    if (!this.settle(message)) return;
+    try {
+      await this.completeJob(message, false);
     } catch (err) {
       this.unsettle(message);
       throw err;
-    } finally {
-      this.release(message.queue);
     }
   }
 
@@ -373,13 +380,7 @@ export class StageNextFetcher {
       else {
         await this.queueOf(message.queue).add(STAGE_NEXT_JOB, message.data, { jobId: message.id });
         // Added again, it is settled; a retry after a failed completion adds nothing (same job id).
-        const last = this.settle(message);
-        try {
-          if (last) await this.completeJob(message, false);
-        } catch (err) {
-          this.unsettle(message);
-          throw err;
-        }
+        await this.settleAndComplete(message);
       }
     } finally {
       this.release(message.queue);

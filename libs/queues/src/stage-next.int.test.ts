@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { Queue, QueueKeys } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StageNextMessage } from '@po/contracts';
-import { TEST_REDIS_URL, cleanupRedisPrefix, testQueuePrefix } from '@po/testing';
+import { TEST_REDIS_URL, cleanupRedisPrefix, testQueuePrefix, stageNextMessage } from '@po/testing';
 import { createRedis } from './connection.js';
 import { STAGE_NEXT_BATCH_JOB, createStageNextPublisher, stageNextBatchKeys, stageNextBullName, type StageNextBatchJob } from './stage-next.js';
 
@@ -27,36 +27,7 @@ afterAll(async () => {
 });
 
 function message(executionId = randomUUID()): StageNextMessage {
-  return {
-    applicationId: 1,
-    pipelineId: 2,
-    stageId: 3,
-    executionId,
-    stageName: 'stage',
-    stageHandlerName: 'handler',
-    input: 'in',
-    options: {
-      runNextIfFailed: false,
-      retryInterval: 0,
-      maxRetries: 0,
-      timeOut: null,
-      retryOnErrorCodes: [],
-      backoff: 'fixed',
-      maxRetryInterval: null,
-      jitter: false,
-      dependsOn: [],
-      runInParallelWith: [],
-      failIfOutputEmpty: false,
-      notifyOnFailure: false,
-      runAsUser: null,
-    },
-    pipelineContextItems: [],
-    traceId: '0'.repeat(32),
-    spanId: '0'.repeat(16),
-    dispatchedAt: new Date().toISOString(),
-    timeOutSeconds: null,
-    previousAttempts: 0,
-  };
+  return stageNextMessage({ applicationId: 1, pipelineId: 2, stageId: 3, executionId });
 }
 
 /** A queue of its own per test, and a BullMQ Queue to look into it. */

@@ -84,3 +84,4 @@ export async function cleanupRedisPrefix(prefix: string): Promise<void> {
 }
 export { expectEmpty, expectProblem, expectValid, type HttpReply } from './http-assertions.js';
 export { freeTcpPort, startPgBouncer, type PgBouncer, type PgBouncerOptions } from './pgbouncer.js';
+export { stageNextMessage } from './stage-next-message.js';

@@ -18,7 +18,7 @@ import {
   type RedisConnection,
   type StageNextPublisher,
 } from '@po/queues';
-import { TEST_REDIS_URL } from '@po/testing';
+import { TEST_REDIS_URL, stageNextMessage } from '@po/testing';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../testing/harness.js';
 import type { Delivery } from './deliveries.js';
 
@@ -42,36 +42,7 @@ afterAll(async () => {
 });
 
 function message(handler: string): StageNextMessage {
-  return {
-    applicationId: gw.appA.id,
-    pipelineId: 1,
-    stageId: 1,
-    executionId: randomUUID(),
-    stageName: 'stage',
-    stageHandlerName: handler,
-    input: 'in',
-    options: {
-      runNextIfFailed: false,
-      retryInterval: 0,
-      maxRetries: 0,
-      timeOut: null,
-      retryOnErrorCodes: [],
-      backoff: 'fixed',
-      maxRetryInterval: null,
-      jitter: false,
-      dependsOn: [],
-      runInParallelWith: [],
-      failIfOutputEmpty: false,
-      notifyOnFailure: false,
-      runAsUser: null,
-    },
-    pipelineContextItems: [],
-    traceId: '0'.repeat(32),
-    spanId: '0'.repeat(16),
-    dispatchedAt: new Date().toISOString(),
-    timeOutSeconds: null,
-    previousAttempts: 0,
-  };
+  return stageNextMessage({ applicationId: gw.appA.id, stageHandlerName: handler });
 }
 
 /** A queue of its own with `n` messages published together (one batch job), and a look into it. */
