@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, Job, Queue, QueueKeys, Worker, createRedisBackend, type BackendFactory, type JobJson, type RedisQueueBackend } from 'bullmq';
-import { validateStageNextMessage, type StageNextJob } from '@po/contracts';
+import { Job, Queue, QueueKeys, Worker, createRedisBackend, type BackendFactory, type JobJson, type RedisQueueBackend } from 'bullmq';
+import type { StageNextJob } from '@po/contracts';
 import {
   STAGE_NEXT_BATCH_JOB,
   STAGE_NEXT_JOB,
@@ -12,38 +12,9 @@ import {
   type StageNextBatchJob,
 } from './stage-next.js';
 import type { RedisConnection } from './connection.js';
+import { isStageNextJob, lostLock, settle, unsettle, type Carrier, type FetchedMessage } from './fetched-message.js';
 
-/**
- * The BullMQ job a fetched message came in, with the lock token that owns it: the message's own,
- * or a batch job of several (`batch` set), completed once every message of it is settled.
- */
-interface Carrier {
-  job: Job<StageNextJob | StageNextBatchJob>;
-  lockToken: string;
-  batch?: {
-    /** Every execution id it carries: its `batched` fields, removed when it completes. */
-    ids: string[];
-    /** Messages neither acked, requeued nor dropped yet. */
-    unsettled: number;
-  };
-}
-
-/** A message fetched for one HTTP delivery. */
-export interface FetchedMessage {
-  /** The executionId: the delivery's messageId. */
-  id: string;
-  data: StageNextJob;
-  /** The BullMQ lock token of the job holding it. */
-  lockToken: string;
-  /** The worker-facing queue name it was fetched from. */
-  queue: string;
-  /** About the byte length of its stored job data (see stageNextMessageBytes). */
-  bytes: number;
-  /** When the job holding it was fetched (epoch ms, taken before the call): its BullMQ lock runs from about then. */
-  fetchedAt: number;
-  /** The fetcher's own: the job that holds it. */
-  readonly carrier: Carrier;
-}
+export type { FetchedMessage } from './fetched-message.js';
 
 export interface StageNextFetcherOptions {
   /** The BullMQ lock lasts the visibility timeout: if this process dies, the lock lapses and any fetcher's stalled check requeues the job. */
@@ -62,16 +33,6 @@ export class FetchersExhausted extends Error {
   }
 }
 
-const UUID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
-
-/** A §5.1 payload, or one whose context is named by a snapshot id (decision 0121). */
-function isStageNextJob(data: StageNextJob): boolean {
-  if (typeof data !== 'object' || data === null) return false;
-  const { contextSnapshotId, ...message } = data;
-  if (contextSnapshotId !== undefined && !(typeof contextSnapshotId === 'string' && UUID.test(contextSnapshotId))) return false;
-  return validateStageNextMessage(message).ok;
-}
-
 /**
  * Fetching only ever asks `getNextJob(…, { block: false })`, which runs on the main connection:
  * without BullMQ's dedicated blocking connection every worker shares the one given here, so the
@@ -84,10 +45,6 @@ const sharedConnectionOnly: BackendFactory<RedisQueueBackend> = (name, opts) => 
  * its queue as a job of its own, where any gateway's pull finds it.
  */
 const BUFFERED_MS = 1000;
-
-/** A BullMQ error that means this process no longer owns the job: its lock lapsed and the stalled check took it back. */
-const lostLock = (err: unknown): boolean =>
-  [ErrorCode.JobNotExist, ErrorCode.JobLockNotExist, ErrorCode.JobNotInState, ErrorCode.JobLockMismatch].includes((err as { code?: unknown }).code as ErrorCode);
 
 interface OpenQueue {
   worker: Worker<StageNextJob | StageNextBatchJob>;
@@ -281,21 +238,6 @@ export class StageNextFetcher {
   }
 
   /**
-   * Settles one message of its job: true when that was the last one, and the job is to be
-   * completed now (a single at once, a batch once all its messages are settled).
-   */
-  private settle(message: FetchedMessage): boolean {
-    const batch = message.carrier.batch;
-    if (!batch) return true;
-    batch.unsettled -= 1;
-    return batch.unsettled === 0;
-  }
-
-  private unsettle(message: FetchedMessage): void {
-    if (message.carrier.batch) message.carrier.batch.unsettled += 1;
-  }
-
-  /**
    * Completes the job (with BullMQ's fetch-next when asked): `next` is what BullMQ fetched. A
    * batch's `batched` fields go with it. A batch whose lock lapsed is not ours any more (`lost`):
    * the stalled check gave it back, its messages come again, and the lease refuses the stale ones;
@@ -327,11 +269,11 @@ export class StageNextFetcher {
 
   /** Settles the message and completes its job if that was the last one; unsettles it if Redis fails. */
   private async settleAndComplete(message: FetchedMessage): Promise<void> {
-    if (!this.settle(message)) return;
+    if (!settle(message)) return;
     try {
       await this.completeJob(message, false);
     } catch (err) {
-      this.unsettle(message);
+      unsettle(message);
       throw err;
     }
   }
@@ -345,7 +287,7 @@ export class StageNextFetcher {
   async completeAndFetch(message: FetchedMessage): Promise<FetchedMessage | null> {
     const entry = this.open.get(message.queue);
     try {
-      const last = this.settle(message);
+      const last = settle(message);
       if (!entry) {
         if (last) await this.completeJob(message, false);
         return null;
