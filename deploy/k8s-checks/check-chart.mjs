@@ -13,7 +13,9 @@
 //   6. the PostgreSQL connection budget of each render, the default install within a default
 //      PostgreSQL's (budget.mjs), and the direct URL and the chart's PgBouncer (pgbouncer.mjs);
 //   7. Redis: the topology each value set names (one URL, Sentinel, cluster), its passwords and CA
-//      on every pod that talks to Redis (redis.mjs), each topology and CA source rendered once.
+//      on every pod that talks to Redis (redis.mjs), each topology and CA source rendered once;
+//   8. the pod extras and the addresses in parts (extensible.mjs): each one rendered where it
+//      belongs, a service's own value on that service only, each one rendered at least once.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -22,6 +24,7 @@ import { parseAllDocuments } from 'yaml';
 import { budgetRefusesOverflow, checkBudget, LIMIT, readCaps } from './budget.mjs';
 import { brokenOldDocuments, checkKubeVersions, SCHEMAS_1_21 } from './compat.mjs';
 import { checkExposure } from './exposure.mjs';
+import { checkExtensible, EXTENSIBLE_BAD_VALUES, POD_EXTRAS, same } from './extensible.mjs';
 import { checkPgbouncer, PGBOUNCER_BAD_VALUES } from './pgbouncer.mjs';
 import { checkRedis, REDIS_BAD_VALUES } from './redis.mjs';
 import { VALUE_SETS } from './value-sets.mjs';
@@ -56,6 +59,7 @@ const BAD_VALUES = {
   'negative retention (schema minimum)': [{ config: { RETENTION_WORKER_EVENTS_DAYS: -1 } }, /RETENTION_WORKER_EVENTS_DAYS/],
   ...PGBOUNCER_BAD_VALUES,
   ...REDIS_BAD_VALUES,
+  ...EXTENSIBLE_BAD_VALUES,
 };
 
 /** Where each rendered kind's schema comes from (a type in a .d.ts, imported by the typecheck). */
@@ -271,7 +275,12 @@ function checkFacts(set, values, { docs, text, notes }) {
 
   // No secret values: no Secret objects, no connection URLs, secret env only by reference.
   check(set, byKind(docs, 'Secret').length === 0, 'renders a Secret (the chart must only reference existing ones)');
-  check(set, !/\b(postgres(ql)?|rediss?):\/\//i.test(text), 'a connection URL appears in the rendered manifests');
+  // A URL built from parts may appear, its password only as $(VAR), which Kubernetes fills from a Secret.
+  for (const [url] of text.matchAll(/\b(postgres(ql)?|rediss?):\/\/[^\s"']*/gi)) {
+    const userinfo = /^[a-z]+:\/\/([^/@]*)@/i.exec(url)?.[1] ?? '';
+    check(set, !userinfo.includes(':') || /:\$\([A-Z_][A-Z0-9_]*\)$/.test(userinfo), `a connection URL with a password appears in the rendered manifests: ${url.replace(/:[^:@/]*@/, ':…@')}`);
+    check(set, values.database?.host || values.redis?.host, `a connection URL appears in the rendered manifests without database.host or redis.host: ${url.replace(/:[^:@/]*@/, ':…@')}`);
+  }
   const configMap = named(docs, 'ConfigMap', `${RELEASE}-pipeline-orchestration-config`);
   check(set, configMap, 'no ConfigMap of settings');
   for (const key of ['GATEWAY_VISIBILITY_TIMEOUT', 'GATEWAY_MAX_INFLIGHT', 'WORKER_SESSION_TTL', 'WORKER_EVENTS_MAX_BATCH', 'WORKER_HEARTBEAT_INTERVAL', 'API_MAX_BODY_BYTES', 'CANCEL_TIMEOUT_SECONDS', 'APP_MAX_ACTIVE_STAGES', 'SHUTDOWN_TIMEOUT_MS', 'SCHEDULER_MISFIRE_GRACE_SECONDS', 'DATABASE_POOL_MAX', 'DATABASE_POOL_IDLE_SECONDS', 'DATABASE_STATEMENT_TIMEOUT_MS', 'DATABASE_LOCK_TIMEOUT_MS', 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS']) {
@@ -297,7 +306,8 @@ function checkFacts(set, values, { docs, text, notes }) {
     check(set, env.HOST?.value === '0.0.0.0', `${service}: HOST is not 0.0.0.0`);
     check(set, env.PORT?.value === String(c.ports[0].containerPort), `${service}: PORT does not match the container port`);
     // REDIS_URL only with the one-URL topology: redis.mjs.
-    check(set, env.DATABASE_URL?.valueFrom?.secretKeyRef?.name && env.DATABASE_URL.value === undefined, `${service}: DATABASE_URL is not a secretKeyRef`);
+    // Built from parts: extensible.mjs.
+    if (!values.database?.host) check(set, env.DATABASE_URL?.valueFrom?.secretKeyRef?.name && env.DATABASE_URL.value === undefined, `${service}: DATABASE_URL is not a secretKeyRef`);
     check(set, c.envFrom?.some((e) => e.configMapRef?.name === configMap?.metadata.name), `${service}: does not read the settings ConfigMap`);
     const sleep = Number(c.lifecycle?.preStop?.exec?.command?.[1]);
     const drain = sleep + Number(configMap?.data?.SHUTDOWN_TIMEOUT_MS) / 1000;
@@ -322,7 +332,9 @@ function checkFacts(set, values, { docs, text, notes }) {
     const c = job?.spec.template.spec.containers[0];
     check(set, JSON.stringify(c?.args) === '["migrate","deploy"]', 'the migration Job does not run `migrate deploy`');
     const jobEnv = c ? envOf(c) : {};
-    check(set, c && (jobEnv.DATABASE_URL ?? jobEnv.MIGRATION_DATABASE_URL)?.valueFrom?.secretKeyRef && !c.envFrom, 'the migration Job must read its database URL from a Secret and nothing the release creates later');
+    const jobUrl = jobEnv.MIGRATION_DATABASE_URL ?? jobEnv.DATABASE_URL;
+    const fromParts = !jobEnv.MIGRATION_DATABASE_URL && values.database?.host; // its password from a Secret: extensible.mjs
+    check(set, c && (jobUrl?.valueFrom?.secretKeyRef || fromParts) && same(c.envFrom ?? [], values.envFrom ?? []), 'the migration Job must read its database URL from a Secret and nothing the release creates later (only the envFrom of values)');
     check(set, job?.spec.template.spec.serviceAccountName === undefined, 'the migration Job uses a ServiceAccount created after the hook');
   } else check(set, jobs.length === 0, 'migration Job rendered while migrations.enabled=false');
 
@@ -369,6 +381,7 @@ function checkFacts(set, values, { docs, text, notes }) {
   checkExposure({ values, docs, notes, release: RELEASE, namespace: NAMESPACE, svcName, check: (ok, msg) => check(set, ok, msg) });
   checkPgbouncer({ values, docs, release: RELEASE, namespace: NAMESPACE, check: (ok, msg) => check(set, ok, msg) });
   redisCovered.push(checkRedis({ values, docs, release: RELEASE, check: (ok, msg) => check(set, ok, msg) }));
+  for (const what of checkExtensible({ values, docs, release: RELEASE, check: (ok, msg) => check(set, ok, msg) })) extrasCovered.add(what);
   return checkBudget({ set, docs, notes, caps: CAPS.caps, valuesText: VALUES_TEXT, readmeText: README_TEXT, check: (ok, msg) => check(set, ok, msg) });
 }
 
@@ -384,6 +397,7 @@ const VALUES_TEXT = readFileSync(join(CHART, 'values.yaml'), 'utf8');
 const README_TEXT = readFileSync(join(CHART, 'README.md'), 'utf8');
 const rendered = {};
 const redisCovered = [];
+const extrasCovered = new Set();
 for (const [name, values] of Object.entries(VALUE_SETS)) {
   const r = render(name, values);
   if (!r) continue;
@@ -395,13 +409,18 @@ for (const [name, values] of Object.entries(VALUE_SETS)) {
 }
 // The Redis checks cannot pass for want of a value set that exercises them.
 for (const [what, seen] of [
-  ['one URL', redisCovered.some((r) => r.topology === 'single')],
+  ['one URL', redisCovered.some((r) => r.topology === 'single' && !r.host)],
+  ['one node by redis.host', redisCovered.some((r) => r.host)],
   ['Sentinel', redisCovered.some((r) => r.topology === 'sentinel')],
   ['cluster', redisCovered.some((r) => r.topology === 'cluster')],
   ['a CA from a Secret', redisCovered.some((r) => r.ca === 'secret')],
   ['a CA from a ConfigMap', redisCovered.some((r) => r.ca === 'configMap')],
 ]) {
   check('redis', seen, `no value set renders Redis with ${what} (value-sets.mjs, helm/pipeline-orchestration/examples/)`);
+}
+// Nor the pod extras' checks: each one, top-level and a service's own, and both database forms in parts.
+for (const what of [...POD_EXTRAS, ...POD_EXTRAS.map((k) => `services.*.${k}`), 'database parts with a password Secret', 'database parts without a password']) {
+  check('extensible', extrasCovered.has(what), `no value set renders ${what} (value-sets.mjs)`);
 }
 if (rendered.default) check('budget', budgetRefusesOverflow(rendered.default.docs, CAPS.caps), `the budget check accepts a default install past ${LIMIT} connections`);
 const kubeRenders = checkKubeVersions({ helm, chart: CHART, release: RELEASE, namespace: NAMESPACE, valuesFile, parse, check });

@@ -171,6 +171,6 @@ export function checkExposure({ values, docs, notes, release, namespace, svcName
     if (own) {
       check(env.MIGRATION_DATABASE_URL?.valueFrom?.secretKeyRef?.name === own && env.MIGRATION_DATABASE_URL.valueFrom.secretKeyRef.key === (values.migrations.urlSecret.key ?? 'MIGRATION_DATABASE_URL'), 'the migration Job does not read MIGRATION_DATABASE_URL from migrations.urlSecret');
       check(!env.DATABASE_URL, 'the migration Job also gets the services\' DATABASE_URL');
-    } else check(env.DATABASE_URL?.valueFrom?.secretKeyRef && !env.MIGRATION_DATABASE_URL, 'the migration Job must read DATABASE_URL when migrations.urlSecret is unset');
+    } else check((env.DATABASE_URL?.valueFrom?.secretKeyRef || (values.database?.host && env.DATABASE_URL?.value)) && !env.MIGRATION_DATABASE_URL, 'the migration Job must read DATABASE_URL when migrations.urlSecret is unset');
   }
 }

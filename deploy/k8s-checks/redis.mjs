@@ -1,6 +1,6 @@
 // Redis in the chart (check-chart.mjs; deploy/README.md "Redis topologies in the chart"): every
 // pod that talks to Redis (the five services and the helm test Pod) gets the topology the values
-// name and no other (REDIS_URL, or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or
+// name and no other (REDIS_URL from a Secret or built from redis.host, or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or
 // REDIS_CLUSTER_NODES), passwords only from Secrets, a CA mounted where REDIS_TLS_CA_FILE points,
 // and the bounded waits; bad Redis values are refused at render time.
 import { posix } from 'node:path';
@@ -71,6 +71,10 @@ export function redisExpectation(values) {
       name: r.urlSecret?.name ?? 'pipeline-orchestration-redis',
       key: r.urlSecret?.key ?? 'REDIS_URL',
     },
+    // One node in parts: a plain URL with no credentials (those come from REDIS_USERNAME and REDIS_PASSWORD).
+    hostUrl: r.host
+      ? `${r.tls?.enabled || ca.secretName || ca.configMapName ? 'rediss' : 'redis'}://${r.host.includes(':') && !r.host.startsWith('[') ? `[${r.host}]` : r.host}:${r.port ?? 6379}/${r.db ?? 0}`
+      : null,
     username: r.username || null,
     password: r.passwordSecret?.name ? r.passwordSecret : null,
     ca: ca.secretName
@@ -108,7 +112,12 @@ function checkPod(who, pod, want, check) {
     JSON.stringify(present) === JSON.stringify(expected),
     `${who}: Redis ${want.topology} wants env ${expected.join(', ')}, got ${present.join(', ') || 'none'}`,
   );
-  if (want.topology === 'single')
+  if (want.topology === 'single' && want.hostUrl)
+    check(
+      env.REDIS_URL?.value === want.hostUrl && !env.REDIS_URL.valueFrom,
+      `${who}: REDIS_URL is ${JSON.stringify(env.REDIS_URL)}, not ${want.hostUrl} from redis.host`,
+    );
+  else if (want.topology === 'single')
     check(
       secretRef(env.REDIS_URL, want.url),
       `${who}: REDIS_URL is not a secretKeyRef to ${want.url.name}/${want.url.key}`,
@@ -210,6 +219,7 @@ export function checkRedis({ values, docs, release, check }) {
   }
   return {
     topology: want.topology,
+    host: Boolean(want.hostUrl),
     ca: want.ca ? (want.ca.secret ? 'secret' : 'configMap') : null,
   };
 }

@@ -1,7 +1,8 @@
 // The value sets the chart checks render (check-chart.mjs: helm lint, template, schemas, facts), and
 // the real-cluster test dry-runs on an API server (deploy/k8s-local/test.mjs): the defaults, each
 // sticky mode, the Gateway API, autoscaling, a minimal one, a pooler of the operator's, the
-// chart's PgBouncer, and the chart's Redis examples (Sentinel, cluster; helm/…/examples/).
+// chart's PgBouncer, the pod extras and the addresses in parts (extensible.mjs), and the chart's
+// Redis examples (Sentinel, cluster; helm/…/examples/).
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
@@ -158,6 +159,131 @@ export const VALUE_SETS = {
       },
     }),
     spreadAcrossNodes: false,
+  },
+  // Every pod extra at the top level, one service replacing each with its own (decision 0128), and
+  // the Cloud SQL proxy recipe (deploy/README.md): the database in parts at the sidecar, IAM login
+  // (no password), Redis in parts with its password from a Secret. Kubernetes 1.20 objects only:
+  // the real API server test dry-runs it on 1.20 (no native sidecars there).
+  extensible: {
+    database: {
+      urlSecret: { name: '', key: 'DATABASE_URL' },
+      host: '127.0.0.1',
+      port: 5432,
+      name: 'pipeline_orchestration',
+      user: 'po-sa@example-project.iam',
+      params: 'sslmode=disable',
+    },
+    redis: {
+      urlSecret: { name: '', key: 'REDIS_URL' },
+      host: 'redis.example.internal',
+      port: 6380,
+      db: 1,
+      username: 'po',
+      passwordSecret: { name: 'po-redis-password', key: 'password' },
+    },
+    extraEnv: [
+      { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.observability:4318' },
+      { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+    ],
+    envFrom: [
+      { configMapRef: { name: 'po-extra-settings' } },
+      { secretRef: { name: 'po-extra-secrets', optional: true }, prefix: 'EXTRA_' },
+    ],
+    extraVolumes: [{ name: 'cloudsql', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+    extraVolumeMounts: [{ name: 'cloudsql', mountPath: '/cloudsql', readOnly: true }],
+    extraContainers: [
+      {
+        name: 'cloud-sql-proxy',
+        image: 'gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.1',
+        args: [
+          '--port=5432',
+          '--auto-iam-authn',
+          '--private-ip',
+          'example-project:europe-west1:po',
+        ],
+        securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false },
+        resources: { requests: { cpu: '50m', memory: '64Mi' } },
+        volumeMounts: [{ name: 'cloudsql', mountPath: '/cloudsql' }],
+      },
+    ],
+    initContainers: [{ name: 'wait', image: 'busybox:1.36', command: ['sh', '-c', 'true'] }],
+    priorityClassName: 'po-high',
+    podLabels: { 'example.com/team': 'pipelines' },
+    podAnnotations: { 'example.com/owner': 'pipelines' },
+    serviceAnnotations: { 'cloud.google.com/neg': '{"ingress": true}' },
+    affinity: {
+      podAntiAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          {
+            weight: 50,
+            podAffinityTerm: {
+              topologyKey: 'kubernetes.io/hostname',
+              labelSelector: { matchLabels: { 'app.kubernetes.io/instance': 'po' } },
+            },
+          },
+        ],
+      },
+    },
+    topologySpreadConstraints: [
+      {
+        maxSkew: 1,
+        topologyKey: 'topology.kubernetes.io/zone',
+        whenUnsatisfiable: 'ScheduleAnyway',
+      },
+    ],
+    services: {
+      // Each of its values replaces the top-level one, and only on its own pods and Service.
+      'scheduler-service': {
+        extraEnv: [{ name: 'SCHEDULER_ONLY', value: '1' }],
+        envFrom: [],
+        extraVolumes: [{ name: 'scratch', emptyDir: {} }],
+        extraVolumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
+        extraContainers: [],
+        initContainers: [],
+        priorityClassName: '',
+        podLabels: { 'example.com/tier': 'scheduler' },
+        podAnnotations: { 'vault.hashicorp.com/agent-inject': 'true' },
+        nodeSelector: { 'example.com/pool': 'scheduler' },
+        tolerations: [
+          { key: 'example.com/pool', operator: 'Equal', value: 'scheduler', effect: 'NoSchedule' },
+        ],
+        affinity: {},
+        topologySpreadConstraints: [
+          {
+            maxSkew: 2,
+            topologyKey: 'kubernetes.io/hostname',
+            whenUnsatisfiable: 'DoNotSchedule',
+            labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'scheduler-service' } },
+          },
+        ],
+        serviceAnnotations: { 'example.com/internal': 'true' },
+      },
+      // But null there keeps the top-level value.
+      'result-consumer': { extraEnv: null, tolerations: null },
+    },
+  },
+  // A pooler of the operator's in front, the database given in parts with its password from a
+  // Secret (params pgbouncer=true) and the server's URL in directUrlSecret; Redis in parts over TLS.
+  'database-parts-own-pooler': {
+    database: {
+      urlSecret: { name: '', key: 'DATABASE_URL' },
+      host: 'pooler.db.svc.cluster.local',
+      port: 6432,
+      name: 'po',
+      user: 'po_app',
+      passwordSecret: { name: 'po-db-password', key: 'password' },
+      params: 'pgbouncer=true&sslmode=require',
+      directUrlSecret: { name: 'po-db-direct', key: 'DATABASE_DIRECT_URL' },
+    },
+    redis: {
+      urlSecret: { name: '', key: 'REDIS_URL' },
+      host: 'redis.example.internal',
+      passwordSecret: { name: 'po-redis', key: 'password' },
+      tls: { enabled: true },
+    },
+    extraEnv: [{ name: 'OTEL_RESOURCE_ATTRIBUTES', value: 'deployment.environment=production' }],
+    tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }],
+    services: { 'api-gateway': { extraEnv: [] } },
   },
   // The example values files operators start from, rendered as they are.
   'redis-sentinel': example('redis-sentinel'),

@@ -3,6 +3,40 @@ PostgreSQL: the direct URL, each service's pool, the connection budget and PgBou
 (values.yaml "PostgreSQL connections and PgBouncer", decision 0114).
 */}}
 
+{{/*
+DATABASE_URL: from database.urlSecret, or built from database.host, port, name, user, params and
+passwordSecret. Kubernetes expands $(PO_DATABASE_PASSWORD) in a value from a variable defined
+before it; it cannot percent-encode, so the Secret must hold the password URL-encoded.
+*/}}
+{{- define "po.dbUrlEnv" -}}
+{{- $d := .Values.database -}}
+{{- if $d.host -}}
+{{- $password := "" -}}
+{{- with dig "passwordSecret" dict $d -}}
+{{- if .name -}}
+{{- $password = ":$(PO_DATABASE_PASSWORD)" -}}
+- name: PO_DATABASE_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .name }}
+      key: {{ .key }}
+{{ end -}}
+{{- end -}}
+{{- $host := $d.host -}}
+{{- if and (contains ":" $host) (not (hasPrefix "[" $host)) -}}{{- $host = printf "[%s]" $host -}}{{- end -}}
+{{- $url := printf "postgresql://%s%s@%s:%d/%s" (urlquery $d.user) $password $host (int (default 5432 $d.port)) $d.name -}}
+{{- with $d.params }}{{ $url = printf "%s?%s" $url . }}{{ end -}}
+- name: DATABASE_URL
+  value: {{ $url | quote }}
+{{- else -}}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $d.urlSecret.name }}
+      key: {{ $d.urlSecret.key }}
+{{- end -}}
+{{- end -}}
+
 {{/* DATABASE_DIRECT_URL from database.directUrlSecret, when it names a Secret. */}}
 {{- define "po.dbDirectUrlEnv" -}}
 {{- with (dig "directUrlSecret" dict .Values.database) -}}
@@ -83,6 +117,9 @@ deploy/k8s-checks/budget.mjs recomputes this from the rendered objects and the s
 {{/* Checks of the database values, part of po.validate. */}}
 {{- define "po.validateDatabase" -}}
 {{- $pgb := .Values.pgbouncer | default dict -}}
+{{- if and .Values.database.host (dig "enabled" false $pgb) -}}
+{{- fail "pgbouncer.enabled with database.host: the chart's PgBouncer reads the server and the login from full URLs in Secrets. Put them in database.urlSecret and database.directUrlSecret, or use your own pooler (its address in database.host, with params pgbouncer=true)" -}}
+{{- end -}}
 {{- if dig "enabled" false $pgb -}}
 {{- if not (dig "directUrlSecret" "name" "" .Values.database) -}}
 {{- fail "pgbouncer.enabled: set database.directUrlSecret.name (a Secret holding the PostgreSQL server's own URL): PgBouncer connects to PostgreSQL with it, and the LISTEN sessions and the migration Job bypass PgBouncer with it" -}}

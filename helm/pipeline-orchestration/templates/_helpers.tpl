@@ -82,13 +82,12 @@ group/versions only, so the Kubernetes version decides (--kube-version, else hel
 {{- if and (eq (include "po.pdbApiVersion" .) "policy/v1") (semverCompare ">=1.27.0-0" .Capabilities.KubeVersion.Version) -}}true{{- end -}}
 {{- end -}}
 
-{{/* DATABASE_URL, DATABASE_DIRECT_URL (when set) from existing Secrets, never values; then Redis (_redis.tpl). */}}
+{{/*
+DATABASE_URL (from a Secret, or from parts with the password from a Secret: _database.tpl),
+DATABASE_DIRECT_URL (when set) from an existing Secret, never values; then Redis (_redis.tpl).
+*/}}
 {{- define "po.secretEnv" -}}
-- name: DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.database.urlSecret.name }}
-      key: {{ .Values.database.urlSecret.key }}
+{{ include "po.dbUrlEnv" . }}
 {{- with include "po.dbDirectUrlEnv" . }}
 {{ . }}
 {{- end }}
@@ -189,4 +188,24 @@ The same keys in ingress.annotations win (rendered there instead of here).
 {{- $rule := dict "nginx.ingress.kubernetes.io/proxy-body-size" "0" "nginx.ingress.kubernetes.io/proxy-request-buffering" "off" -}}
 {{- range $key, $value := .Values.ingress.annotations | default dict }}{{ $_ := unset $rule $key }}{{ end -}}
 {{- with $rule }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/*
+The pod settings a service may set for itself (values.yaml "Pods", decision 0128), as JSON: each
+key is services.<name>.<key> when that is set (not null), else the top-level value. A service's
+value replaces the top-level one, lists and maps alike; nothing is merged. (dict "root" $ "service" NAME)
+*/}}
+{{- define "po.podExtras" -}}
+{{- $s := index .root.Values.services .service -}}
+{{- $out := dict -}}
+{{- range $key := list "extraEnv" "envFrom" "extraVolumes" "extraVolumeMounts" "extraContainers" "initContainers" "priorityClassName" "podAnnotations" "podLabels" "nodeSelector" "tolerations" "affinity" "topologySpreadConstraints" "serviceAnnotations" -}}
+{{- $value := index $.root.Values $key -}}
+{{- if and (hasKey $s $key) (not (kindIs "invalid" (index $s $key))) -}}
+{{- $value = index $s $key -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $value) -}}
+{{- $_ := set $out $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}

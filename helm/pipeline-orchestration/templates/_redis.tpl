@@ -41,6 +41,13 @@ topology and the timeouts as plain env, read by libs/config/src/redis.ts.
 {{- else if eq $topology "cluster" -}}
 - name: REDIS_CLUSTER_NODES
   value: {{ join "," $r.cluster.nodes | quote }}
+{{- else if $r.host -}}
+{{- $host := $r.host -}}
+{{- if and (contains ":" $host) (not (hasPrefix "[" $host)) -}}{{- $host = printf "[%s]" $host -}}{{- end -}}
+{{- $scheme := ternary "rediss" "redis" (or (dig "tls" "enabled" false $r) (eq (include "po.redisCaSet" .) "true")) -}}
+{{- /* No credentials in it: REDIS_USERNAME and REDIS_PASSWORD (redis.passwordSecret) carry them. */ -}}
+- name: REDIS_URL
+  value: {{ printf "%s://%s:%d/%d" $scheme $host (int (default 6379 $r.port)) (int (default 0 $r.db)) | quote }}
 {{- else -}}
 - name: REDIS_URL
   valueFrom:
