@@ -19,7 +19,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { stageNextBullName } from '@po/queues';
+import { readStageNextDepths } from '@po/queues';
 import { startBenchCluster } from './cluster.mjs';
 import { benchDb } from './pgwork.mjs';
 import { boxCalibrationMs } from './box.mjs';
@@ -135,13 +135,17 @@ async function createPendingStages(cluster) {
   return handlers;
 }
 
-/** StageNext jobs waiting in the bench's queues. */
+/**
+ * StageNext messages waiting in the bench's queues: the seed's dispatches are batch jobs (decision
+ * 0127), the walk's republished messages single jobs; readStageNextDepths counts messages in both.
+ */
 async function waitingJobs(redis, prefix, applicationId, handlers) {
-  const pipeline = redis.pipeline();
-  for (const h of handlers)
-    pipeline.llen(`${prefix}:${stageNextBullName(`app_${applicationId}_${h}_StageNext`)}:wait`);
-  const answers = await pipeline.exec();
-  return answers.reduce((sum, [err, n]) => (err ? sum : sum + Number(n)), 0);
+  const depths = await readStageNextDepths(
+    redis,
+    prefix,
+    handlers.map((h) => `app_${applicationId}_${h}_StageNext`),
+  );
+  return depths.reduce((sum, d) => sum + d.waiting, 0);
 }
 
 export async function benchRepublish(log = console.log) {
