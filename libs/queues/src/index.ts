@@ -55,8 +55,6 @@ export {
   STAGE_RESULTS_SHARDS,
   stageResultsQueue,
   stageResultsQueues,
-  createStageResultsConsumer,
-  createStageResultsProducer,
   RESULT_GROUP_JOB,
   resultReceiptsKey,
   resultJobId,
@@ -66,10 +64,16 @@ export {
   type ResultFailureClass,
   type StageResultMessage,
   type StageResultGroup,
-  type StageResultsConsumerOptions,
-  type StageResultsProducerOptions,
-  type StageResultsProducer,
 } from './stage-results.js';
+export {
+  createStageResultsProducer,
+  type StageResultsProducer,
+  type StageResultsProducerOptions,
+} from './stage-results-producer.js';
+export {
+  createStageResultsConsumer,
+  type StageResultsConsumerOptions,
+} from './stage-results-consumer.js';
 export {
   createStageResultDeadLetters,
   type ResultDeadLetter,

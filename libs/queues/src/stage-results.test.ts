@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisConnection } from './connection.js';
-import { createStageResultsProducer } from './stage-results.js';
+import { createStageResultsProducer } from './stage-results-producer.js';
 
 /** A port nothing listens on: Redis away. */
 async function closedPort(): Promise<number> {
