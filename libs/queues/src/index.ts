@@ -40,6 +40,7 @@ export {
   type FetchedMessage,
   type StageNextFetcherOptions,
 } from './stage-next-fetcher.js';
+export { lostLock } from './fetched-message.js';
 export { readStageNextDepths, type StageNextDepth } from './stage-next-depth.js';
 export {
   createStageNextQueueStats,

@@ -38,6 +38,7 @@ class FakeFetcher {
   fetches = 0;
   failRequeue = false;
   failComplete = false;
+  completeError: Error | undefined;
   onFetch: () => void = () => undefined;
   constructor(private readonly now: () => number) {}
   acquire(): boolean {
@@ -55,6 +56,7 @@ class FakeFetcher {
   }
   async complete(m: FetchedMessage): Promise<void> {
     if (this.failComplete) throw new Error('Command timed out');
+    if (this.completeError) throw this.completeError;
     this.completed.push(m.id);
   }
   async requeue(m: FetchedMessage): Promise<void> {
@@ -140,6 +142,15 @@ describe('Deliveries', () => {
     fetcher.failComplete = false;
     expect(await deliveries.ack(a!.token, false)).toBe(true);
     expect(fetcher.completed).toEqual(['a']);
+    expect(deliveries.inflight).toBe(0);
+  });
+
+  it('an ack whose job is not ours any more (lock lapsed, taken back by the stalled check) answers not held, not 503', async () => {
+    const { fetcher, deliveries } = setup();
+    fetcher.queue.push(message('a'));
+    const a = await deliveries.pull('q', APP, 0, never);
+    fetcher.completeError = Object.assign(new Error('Missing lock for job a. moveToFinished'), { code: -2 });
+    expect(await deliveries.ack(a!.token, false)).toBe(false);
     expect(deliveries.inflight).toBe(0);
   });
 

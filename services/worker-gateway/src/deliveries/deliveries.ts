@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError, fetchRoom, pullRefusal, type DeliveryLimits, type PullRefusal } from '@po/domain';
-import type { FetchedMessage, StageNextFetcher, StageNextJob } from '@po/queues';
+import { lostLock, type FetchedMessage, type StageNextFetcher, type StageNextJob } from '@po/queues';
 import { visibilityRequeues, type Logger } from '@po/telemetry';
 
 export interface Delivery {
@@ -346,6 +346,8 @@ export class Deliveries {
       if (requeue) await this.fetcher.requeue(held.message);
       else await this.fetcher.complete(held.message);
     } catch (err) {
+      // The job is not ours any more (its lock lapsed and the stalled check took it back): not held (404).
+      if (lostLock(err)) return false;
       // Redis did not answer (an outage, a command timeout): the delivery is still this process's,
       // so the worker's retry of the ack can succeed; the visibility sweep returns it otherwise.
       this.restore(token, held);
