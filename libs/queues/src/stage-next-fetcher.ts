@@ -70,8 +70,8 @@ interface OpenQueue {
  * A batch job is split here: its first message goes to the fetch that found it, the others wait in
  * a per-queue buffer for the next fetches (a second at most, then each goes back as a job of its
  * own). Each message is acked or requeued on its own; the batch job is completed once all are
- * settled. If this process dies, the batch's lock lapses and the whole batch comes back: messages
- * already delivered are stale deliveries their lease refuses, as after any redelivery.
+ * settled. If this process dies, the batch's lock lapses and the batch comes back; a settled
+ * message gave up its `batched` field, so the fetcher that takes it delivers only the others.
  */
 export class StageNextFetcher {
   /** Least recently used first. */
@@ -231,10 +231,35 @@ export class StageNextFetcher {
       if (ids.length > 0) void this.connection.hdel(batched, ...ids).catch(() => undefined);
       return null;
     }
-    const carrier: Carrier = { job, lockToken, batch: { ids, unsettled: valid.length } };
-    const [first, ...rest] = valid.map((data) => message(carrier, data));
+    // A batch the stalled check returned (its gateway died) still carries the messages that gateway
+    // had settled: only those whose `batched` field still names this batch are delivered again.
+    let pending = valid;
+    if (job.stalledCounter > 0) {
+      const owners = await this.connection.hmget(batched, ...valid.map((m) => m.executionId));
+      pending = valid.filter((_, i) => owners[i] === String(job.id));
+    }
+    if (pending.length === 0) {
+      await job.moveToCompleted(null, lockToken, false);
+      if (ids.length > 0) void this.connection.hdel(batched, ...ids).catch(() => undefined);
+      return null;
+    }
+    const carrier: Carrier = { job, lockToken, batch: { ids, unsettled: pending.length } };
+    const [first, ...rest] = pending.map((data) => message(carrier, data));
     entry.buffer.push(...rest);
     return first!;
+  }
+
+  /**
+   * Settles a message (see `settle`); a message of a batch that is not its last also gives up its
+   * `batched` field now, so a batch redelivered after its gateway died does not deliver it again.
+   * Not waited for: if that write is lost, the message comes again and its lease refuses it.
+   */
+  private settleMessage(message: FetchedMessage): boolean {
+    const last = settle(message);
+    if (!last && message.carrier.batch) {
+      void this.connection.hdel(stageNextBatchKeys(this.keys, message.queue).batched, message.id).catch(() => undefined);
+    }
+    return last;
   }
 
   /**
@@ -269,7 +294,7 @@ export class StageNextFetcher {
 
   /** Settles the message and completes its job if that was the last one; unsettles it if Redis fails. */
   private async settleAndComplete(message: FetchedMessage): Promise<void> {
-    if (!settle(message)) return;
+    if (!this.settleMessage(message)) return;
     try {
       await this.completeJob(message, false);
     } catch (err) {
@@ -287,7 +312,7 @@ export class StageNextFetcher {
   async completeAndFetch(message: FetchedMessage): Promise<FetchedMessage | null> {
     const entry = this.open.get(message.queue);
     try {
-      const last = settle(message);
+      const last = this.settleMessage(message);
       if (!entry) {
         if (last) await this.completeJob(message, false);
         return null;

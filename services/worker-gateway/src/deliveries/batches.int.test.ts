@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stageQueueName, type StageNextMessage } from '@po/contracts';
 import {
   STAGE_NEXT_BATCH_JOB,
+  StageNextFetcher,
   createRedis,
   createStageNextPublisher,
   createStageNextQueueStats,
@@ -74,7 +75,8 @@ describe('batch jobs at the gateway', () => {
     expect(await gw.deliveries.ack(deliveries[0]!.token, false)).toBe(true);
     expect(await gw.deliveries.ack(deliveries[1]!.token, false)).toBe(true);
     expect(await bull.getJobState(batchId)).toBe('active');
-    expect(await redis.hlen(batched)).toBe(3);
+    // An acked message gives up its field at once: only the unacked one is still the batch's.
+    await vi.waitFor(async () => expect(await redis.hkeys(batched)).toEqual([deliveries[2]!.messageId]));
     expect(await gw.deliveries.ack(deliveries[2]!.token, false)).toBe(true);
     expect(await bull.getJob(batchId)).toBeUndefined();
     await vi.waitFor(async () => expect(await redis.exists(batched)).toBe(0));
@@ -155,6 +157,40 @@ describe('batch jobs at the gateway', () => {
     await gw.fetcher.complete(a!);
     await expect(gw.fetcher.complete(b!)).resolves.toBeUndefined();
     expect(await bull.getJob(batchId)).toBeDefined();
+  });
+
+  it('a gateway that dies holding a batch: the batch comes back with only the messages it had not settled', async () => {
+    const { queue, messages, bull, batchId, batched } = await batchOf(3);
+    // Two gateways' fetchers, with a short visibility timeout so the lock lapses in the test.
+    const options = { visibilityTimeoutMs: 1000, stalledIntervalMs: 300 };
+    const dying = new StageNextFetcher(redis, gw.prefix, options);
+    const survivor = new StageNextFetcher(redis, gw.prefix, options);
+    try {
+      const first = await dying.fetch(queue);
+      const second = await dying.fetch(queue);
+      // One acked, one delivered and never acked, one still buffered: then the process is gone.
+      await dying.complete(first!);
+      await vi.waitFor(async () => expect(await redis.hexists(batched, first!.id)).toBe(0));
+      await dying.close().catch(() => undefined);
+      // close() returned the buffered one as a job of its own; the delivered one waits for the lapse.
+      const returned = new Set<string>();
+      await vi.waitFor(
+        async () => {
+          const m = await survivor.fetch(queue);
+          if (m) {
+            returned.add(m.id);
+            await survivor.complete(m);
+          }
+          expect(returned.size).toBe(2);
+        },
+        { timeout: 10_000, interval: 200 },
+      );
+      expect([...returned].sort()).toEqual(messages.map((m) => m.executionId).filter((id) => id !== first!.id).sort());
+      expect(returned.has(second!.id)).toBe(true);
+      await vi.waitFor(async () => expect(await bull.getJob(batchId)).toBeUndefined());
+    } finally {
+      await survivor.close();
+    }
   });
 
   it('fetches sent together for one queue take one batch, not one batch each', async () => {
