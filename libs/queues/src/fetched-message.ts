@@ -14,6 +14,9 @@ export interface Carrier {
     ids: string[];
     /** Messages neither acked, requeued nor dropped yet. */
     unsettled: number;
+    /** Acked messages whose `batched` fields are still to be removed (see StageNextFetcher.settleMessage). */
+    forget?: string[];
+    forgetTimer?: NodeJS.Timeout;
   };
 }
 

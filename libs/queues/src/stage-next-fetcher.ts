@@ -46,6 +46,9 @@ const sharedConnectionOnly: BackendFactory<RedisQueueBackend> = (name, opts) => 
  */
 const BUFFERED_MS = 1000;
 
+/** How long the `batched` fields of acked messages wait to be removed together (see settleMessage). */
+const FORGET_AFTER_MS = 250;
+
 interface OpenQueue {
   worker: Worker<StageNextJob | StageNextBatchJob>;
   /** For requeuing one message of a batch as a job of its own; made when first needed. */
@@ -250,16 +253,31 @@ export class StageNextFetcher {
   }
 
   /**
-   * Settles a message (see `settle`); a message of a batch that is not its last also gives up its
-   * `batched` field now, so a batch redelivered after its gateway died does not deliver it again.
-   * Not waited for: if that write is lost, the message comes again and its lease refuses it.
+   * Settles a message (see `settle`). A message of a batch that is not its last also gives up its
+   * `batched` field, so a batch redelivered after its gateway died does not deliver it again: at
+   * once for a requeue, and for acks gathered over FORGET_AFTER_MS in one `HDEL` — which a batch
+   * completed meanwhile (the usual case at load) makes unnecessary, its completion removing every
+   * field. Not waited for: if that write is lost with the gateway, the message comes again and its
+   * lease refuses it.
    */
-  private settleMessage(message: FetchedMessage): boolean {
+  private settleMessage(message: FetchedMessage, how: 'ack' | 'requeue'): boolean {
     const last = settle(message);
-    if (!last && message.carrier.batch) {
+    const batch = message.carrier.batch;
+    if (last || !batch) return last;
+    if (how === 'requeue') {
       void this.connection.hdel(stageNextBatchKeys(this.keys, message.queue).batched, message.id).catch(() => undefined);
+    } else {
+      (batch.forget ??= []).push(message.id);
+      batch.forgetTimer ??= setTimeout(() => this.forgetSettled(message.queue, batch), FORGET_AFTER_MS);
     }
     return last;
+  }
+
+  private forgetSettled(queue: string, batch: NonNullable<Carrier['batch']>): void {
+    clearTimeout(batch.forgetTimer);
+    batch.forgetTimer = undefined;
+    const ids = batch.forget?.splice(0) ?? [];
+    if (ids.length > 0) void this.connection.hdel(stageNextBatchKeys(this.keys, queue).batched, ...ids).catch(() => undefined);
   }
 
   /**
@@ -272,10 +290,19 @@ export class StageNextFetcher {
     const { job, lockToken, batch } = message.carrier;
     try {
       const next = await job.moveToCompleted(null, lockToken, fetchNext);
-      if (batch) void this.connection.hdel(stageNextBatchKeys(this.keys, message.queue).batched, ...batch.ids).catch(() => undefined);
+      if (batch) {
+        // Every field goes now, the acked ones waiting for FORGET_AFTER_MS too.
+        clearTimeout(batch.forgetTimer);
+        batch.forget = undefined;
+        void this.connection.hdel(stageNextBatchKeys(this.keys, message.queue).batched, ...batch.ids).catch(() => undefined);
+      }
       return { next };
     } catch (err) {
-      if (batch && lostLock(err)) return { lost: true };
+      if (batch && lostLock(err)) {
+        // It comes back: its fetcher must see which messages were acked here.
+        this.forgetSettled(message.queue, batch);
+        return { lost: true };
+      }
       throw err;
     }
   }
@@ -286,15 +313,15 @@ export class StageNextFetcher {
    */
   async complete(message: FetchedMessage): Promise<void> {
     try {
-      await this.settleAndComplete(message);
+      await this.settleAndComplete(message, 'ack');
     } finally {
       this.release(message.queue);
     }
   }
 
   /** Settles the message and completes its job if that was the last one; unsettles it if Redis fails. */
-  private async settleAndComplete(message: FetchedMessage): Promise<void> {
-    if (!this.settleMessage(message)) return;
+  private async settleAndComplete(message: FetchedMessage, how: 'ack' | 'requeue'): Promise<void> {
+    if (!this.settleMessage(message, how)) return;
     try {
       await this.completeJob(message, false);
     } catch (err) {
@@ -312,7 +339,7 @@ export class StageNextFetcher {
   async completeAndFetch(message: FetchedMessage): Promise<FetchedMessage | null> {
     const entry = this.open.get(message.queue);
     try {
-      const last = this.settleMessage(message);
+      const last = this.settleMessage(message, 'ack');
       if (!entry) {
         if (last) await this.completeJob(message, false);
         return null;
@@ -347,7 +374,7 @@ export class StageNextFetcher {
       else {
         await this.queueOf(message.queue).add(STAGE_NEXT_JOB, message.data, { jobId: message.id });
         // Added again, it is settled; a retry after a failed completion adds nothing (same job id).
-        await this.settleAndComplete(message);
+        await this.settleAndComplete(message, 'requeue');
       }
     } finally {
       this.release(message.queue);
