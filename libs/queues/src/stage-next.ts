@@ -35,7 +35,6 @@ export const STAGE_NEXT_JOB_OPTIONS = {
   removeOnFail: true,
   attempts: 1,
 } as const;
-const JOB_OPTIONS = STAGE_NEXT_JOB_OPTIONS;
 
 /** The BullMQ job name of one message (job id = executionId). */
 export const STAGE_NEXT_JOB = 'stage';
@@ -155,7 +154,7 @@ export function createStageNextPublisher(
     const made = new Queue(stageNextBullName(name), {
       connection,
       prefix,
-      defaultJobOptions: JOB_OPTIONS,
+      defaultJobOptions: STAGE_NEXT_JOB_OPTIONS,
     });
     const dropBroken = () => {
       if (queues.get(name)?.queue === made) queues.delete(name);
