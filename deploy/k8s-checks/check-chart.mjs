@@ -15,7 +15,9 @@
 //   7. Redis: the topology each value set names (one URL, Sentinel, cluster), its passwords and CA
 //      on every pod that talks to Redis (redis.mjs), each topology and CA source rendered once;
 //   8. the pod extras and the addresses in parts (extensible.mjs): each one rendered where it
-//      belongs, a service's own value on that service only, each one rendered at least once.
+//      belongs, a service's own value on that service only, each one rendered at least once;
+//   9. the worker fleet (worker-fleet.mjs): the in-cluster affinity of the worker-gateway Service
+//      and the KEDA ScaledObjects' backlog queries, each case rendered at least once.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -28,6 +30,7 @@ import { checkExtensible, EXTENSIBLE_BAD_VALUES, POD_EXTRAS, same } from './exte
 import { checkPgbouncer, PGBOUNCER_BAD_VALUES } from './pgbouncer.mjs';
 import { checkRedis, REDIS_BAD_VALUES } from './redis.mjs';
 import { VALUE_SETS } from './value-sets.mjs';
+import { checkWorkerFleet, WORKER_FLEET_BAD_VALUES } from './worker-fleet.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CHART = join(ROOT, 'helm', 'pipeline-orchestration');
@@ -60,6 +63,7 @@ const BAD_VALUES = {
   ...PGBOUNCER_BAD_VALUES,
   ...REDIS_BAD_VALUES,
   ...EXTENSIBLE_BAD_VALUES,
+  ...WORKER_FLEET_BAD_VALUES,
 };
 
 /** Where each rendered kind's schema comes from (a type in a .d.ts, imported by the typecheck). */
@@ -78,6 +82,7 @@ const SCHEMAS = {
   'monitoring.coreos.com/v1/PrometheusRule': ['../../deploy/k8s-checks/types/prometheus-operator.mjs', 'PrometheusRule'],
   'gateway.networking.k8s.io/v1/HTTPRoute': ['../../deploy/k8s-checks/types/gateway-api.mjs', 'HTTPRoute'],
   'gateway.envoyproxy.io/v1alpha1/BackendTrafficPolicy': ['../../deploy/k8s-checks/types/envoy-gateway.mjs', 'BackendTrafficPolicy'],
+  'keda.sh/v1alpha1/ScaledObject': ['../../deploy/k8s-checks/types/keda.mjs', 'ScaledObject'],
 };
 
 const failures = [];
@@ -159,7 +164,13 @@ function brokenDocuments(docs) {
     spec: { podSelector: {}, ingress: [{ form: [{ podSelector: {} }] }] }, // misspelled `from`
   };
   const monitor = { apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: 'x' }, spec: { selector: {}, endpoints: [{ port: 'metrics', scrapeInterval: '30s' }] } };
-  return [deployment, ingress, pdb, job, route, policy, networkPolicy, monitor].map((doc) => ({
+  const scaled = {
+    apiVersion: 'keda.sh/v1alpha1',
+    kind: 'ScaledObject',
+    metadata: { name: 'x' },
+    spec: { scaleTargetRef: { name: 'w' }, maxReplicas: 3, triggers: [{ type: 'prometheus', metadata: { threshold: 4 } }] }, // HPA's field name, a number
+  };
+  return [deployment, ingress, pdb, job, route, policy, networkPolicy, monitor, scaled].map((doc) => ({
     doc,
     as: doc.apiVersion === 'policy/v1beta1' ? 'policy/v1/PodDisruptionBudget' : `${doc.apiVersion}/${doc.kind}`,
   }));
@@ -382,6 +393,7 @@ function checkFacts(set, values, { docs, text, notes }) {
   checkPgbouncer({ values, docs, release: RELEASE, namespace: NAMESPACE, check: (ok, msg) => check(set, ok, msg) });
   redisCovered.push(checkRedis({ values, docs, release: RELEASE, check: (ok, msg) => check(set, ok, msg) }));
   for (const what of checkExtensible({ values, docs, release: RELEASE, check: (ok, msg) => check(set, ok, msg) })) extrasCovered.add(what);
+  for (const what of checkWorkerFleet({ values, docs, notes, release: RELEASE, namespace: NAMESPACE, check: (ok, msg) => check(set, ok, msg) })) fleetCovered.add(what);
   return checkBudget({ set, docs, notes, caps: CAPS.caps, valuesText: VALUES_TEXT, readmeText: README_TEXT, check: (ok, msg) => check(set, ok, msg) });
 }
 
@@ -398,6 +410,7 @@ const README_TEXT = readFileSync(join(CHART, 'README.md'), 'utf8');
 const rendered = {};
 const redisCovered = [];
 const extrasCovered = new Set();
+const fleetCovered = new Set();
 for (const [name, values] of Object.entries(VALUE_SETS)) {
   const r = render(name, values);
   if (!r) continue;
@@ -422,6 +435,7 @@ for (const [what, seen] of [
 for (const what of [...POD_EXTRAS, ...POD_EXTRAS.map((k) => `services.*.${k}`), 'database parts with a password Secret', 'database parts without a password']) {
   check('extensible', extrasCovered.has(what), `no value set renders ${what} (value-sets.mjs)`);
 }
+for (const what of ['ClientIP', 'None', 'keda']) check('worker fleet', fleetCovered.has(what), `no value set renders ${what} (value-sets.mjs)`);
 if (rendered.default) check('budget', budgetRefusesOverflow(rendered.default.docs, CAPS.caps), `the budget check accepts a default install past ${LIMIT} connections`);
 const kubeRenders = checkKubeVersions({ helm, chart: CHART, release: RELEASE, namespace: NAMESPACE, valuesFile, parse, check });
 for (const r of kubeRenders) {

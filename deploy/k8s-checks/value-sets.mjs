@@ -1,8 +1,9 @@
 // The value sets the chart checks render (check-chart.mjs: helm lint, template, schemas, facts), and
 // the real-cluster test dry-runs on an API server (deploy/k8s-local/test.mjs): the defaults, each
 // sticky mode, the Gateway API, autoscaling, a minimal one, a pooler of the operator's, the
-// chart's PgBouncer, the pod extras and the addresses in parts (extensible.mjs), and the chart's
-// Redis examples (Sentinel, cluster; helm/…/examples/).
+// chart's PgBouncer, the pod extras and the addresses in parts (extensible.mjs), the worker fleet's
+// in-cluster affinity and KEDA (worker-fleet.mjs), and the chart's Redis examples (Sentinel,
+// cluster; helm/…/examples/).
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
@@ -284,6 +285,61 @@ export const VALUE_SETS = {
     extraEnv: [{ name: 'OTEL_RESOURCE_ATTRIBUTES', value: 'deployment.environment=production' }],
     tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }],
     services: { 'api-gateway': { extraEnv: [] } },
+  },
+  // Worker fleet (decision 0129): in-cluster affinity set by hand, and KEDA scaling two worker
+  // Deployments, one with its own Prometheus, polling and cooldown, on a Prometheus without a
+  // namespace label.
+  'keda-affinity': {
+    config: { GATEWAY_VISIBILITY_TIMEOUT: 120 },
+    workerRouting: { inCluster: { sessionAffinity: 'ClientIP', clientIPTimeoutSeconds: 600 } },
+    keda: {
+      enabled: true,
+      prometheus: { serverAddress: 'http://prometheus.monitoring.svc:9090', namespaceLabel: '' },
+      pollingInterval: 10,
+      cooldownPeriod: 120,
+      scaledWorkers: [
+        {
+          name: 'echo',
+          targetName: 'echo-worker',
+          applicationId: 1,
+          handler: 'echo',
+          threshold: 8,
+          minReplicas: 0,
+          maxReplicas: 20,
+        },
+        {
+          name: 'resize',
+          targetName: 'image-workers',
+          applicationId: 12,
+          handler: 'resize.v2',
+          threshold: 2,
+          activationThreshold: 4,
+          minReplicas: 1,
+          maxReplicas: 5,
+          serverAddress: 'https://thanos.example.com',
+          pollingInterval: 5,
+          cooldownPeriod: 0,
+        },
+      ],
+    },
+  },
+  // kube-proxy balancing every connection: only with one replica for in-cluster workers (NOTES say).
+  'affinity-none': {
+    workerRouting: { inCluster: { sessionAffinity: 'None', clientIPTimeoutSeconds: null } },
+    keda: {
+      enabled: true,
+      scaledWorkers: [
+        {
+          name: 'echo',
+          targetName: 'echo-worker',
+          applicationId: 3,
+          handler: 'echo',
+          threshold: 4,
+          minReplicas: 1,
+          maxReplicas: 4,
+        },
+      ],
+    },
   },
   // The example values files operators start from, rendered as they are.
   'redis-sentinel': example('redis-sentinel'),

@@ -127,8 +127,58 @@ depends on them, so `helm template` and `helm install` fail with one clear messa
 {{- if and (eq .Values.workerRouting.sticky "none") (gt (int $wgMax) 1) (or .Values.ingress.enabled .Values.gatewayApi.enabled) -}}
 {{- fail "workerRouting.sticky is none with more than one worker-gateway replica: acks would reach the wrong replica (404). Use header-hash or cookie, or one replica" -}}
 {{- end -}}
+{{- $vt := int .Values.config.GATEWAY_VISIBILITY_TIMEOUT -}}
+{{- if and (eq .Values.workerRouting.inCluster.sessionAffinity "ClientIP") (le (int (include "po.clientIPTimeoutSeconds" .)) $vt) -}}
+{{- fail (printf "workerRouting.inCluster.clientIPTimeoutSeconds (%s) must be longer than config.GATEWAY_VISIBILITY_TIMEOUT (%d): an ack after the affinity lapsed may reach another worker-gateway pod" (include "po.clientIPTimeoutSeconds" .) $vt) -}}
+{{- end -}}
 {{- include "po.validateDatabase" . -}}
 {{- include "po.validateRedis" . -}}
+{{- include "po.validateKeda" . -}}
+{{- end -}}
+
+{{/*
+kube-proxy's ClientIP affinity of the worker-gateway Service (decision 0129): the value, or by
+default the larger of Kubernetes' own default (3 h) and three visibility timeouts, at most
+Kubernetes' 1-day cap. It counts from the client IP's last new connection, not its last request.
+*/}}
+{{- define "po.clientIPTimeoutSeconds" -}}
+{{- $set := .Values.workerRouting.inCluster.clientIPTimeoutSeconds -}}
+{{- if kindIs "invalid" $set -}}
+{{- min 86400 (max 10800 (mul 3 (int .Values.config.GATEWAY_VISIBILITY_TIMEOUT))) -}}
+{{- else -}}
+{{- int $set -}}
+{{- end -}}
+{{- end -}}
+
+{{/* keda.scaledWorkers: names unique (they name the ScaledObjects), replicas in order. */}}
+{{- define "po.validateKeda" -}}
+{{- $keda := .Values.keda | default dict -}}
+{{- if $keda.enabled -}}
+{{- $seen := dict -}}
+{{- range $w := $keda.scaledWorkers -}}
+{{- if hasKey $seen $w.name -}}
+{{- fail (printf "keda.scaledWorkers: the name %q appears twice (it names the ScaledObject)" $w.name) -}}
+{{- end -}}
+{{- $_ := set $seen $w.name true -}}
+{{- if gt (int $w.minReplicas) (int $w.maxReplicas) -}}
+{{- fail (printf "keda.scaledWorkers[%s]: minReplicas (%d) is above maxReplicas (%d)" $w.name (int $w.minReplicas) (int $w.maxReplicas)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The backlog of one StageNext queue for KEDA (decision 0129): messages waiting plus delivered and
+not acknowledged, the work that needs a worker. Several services report each queue with the same
+numbers from Redis, so each state takes the largest report, not the sum. (dict "root" $ "worker" ENTRY)
+*/}}
+{{- define "po.backlogQuery" -}}
+{{- $keda := .root.Values.keda -}}
+{{- $matchers := list (printf "queue=\"app_%d_%s_StageNext\"" (int .worker.applicationId) .worker.handler) "state=~\"waiting|active\"" -}}
+{{- with $keda.prometheus.namespaceLabel -}}
+{{- $matchers = append $matchers (printf "%s=\"%s\"" . $.root.Release.Namespace) -}}
+{{- end -}}
+sum(max by (state) (po_stagenext_queue_messages{ {{- join "," $matchers -}} }))
 {{- end -}}
 
 {{/* The header named by workerRouting.hashBy ($http_x_worker_session -> x-worker-session). */}}
