@@ -1,7 +1,7 @@
 import type { PipelineDefinition } from '@po/contracts';
 import type { FieldError } from './errors.js';
 import { newTraceId } from './ids.js';
-import { checkAddedStages, stageFromCreate, type NewStage } from './stage-definition.js';
+import { DEFAULT_PRIORITY, checkAddedStages, stageFromCreate, type NewStage } from './stage-definition.js';
 
 /** A validated PipelineDefinition (creation body or a schedule's definition), the wire type. */
 export type PipelineDefinitionInput = PipelineDefinition;
@@ -13,6 +13,8 @@ export interface NewPipeline {
   policies: Record<string, unknown>[] | null;
   idempotencyKey: string | null;
   scheduleId: number | null;
+  /** 1..5, lower first: the default of its stages, appended ones included (issue 31). */
+  priority: number;
   stages: NewStage[];
   contextItems: { key: string; value: string; valueType: string | null; isSensitive: boolean }[];
   keywords: { key: string; value: string }[];
@@ -27,7 +29,8 @@ export function planPipeline(
   origin: { applicationId: number; idempotencyKey?: string; scheduleId?: number },
   pointer = '',
 ): { ok: true; pipeline: NewPipeline } | { ok: false; errors: FieldError[] } {
-  const stages = definition.stages.map(stageFromCreate);
+  const priority = definition.priority ?? DEFAULT_PRIORITY;
+  const stages = definition.stages.map((s) => stageFromCreate(s, priority));
   const errors = checkAddedStages([], stages, `${pointer}/stages`);
   if (errors.length > 0) return { ok: false, errors };
   return {
@@ -39,6 +42,7 @@ export function planPipeline(
       policies: definition.policies ?? null,
       idempotencyKey: origin.idempotencyKey ?? null,
       scheduleId: origin.scheduleId ?? null,
+      priority,
       stages,
       // A tombstone in the initial context removes nothing and is simply not stored.
       contextItems: (definition.pipelineContextItems ?? [])

@@ -19,7 +19,7 @@ describe('effective continuation (addendum §6)', () => {
   });
 });
 
-describe('stage options in responses carry all 13 fields with defaults (addendum §4)', () => {
+describe('stage options in responses carry all 16 fields with defaults (addendum §4, decision 0132)', () => {
   it('fills every default', () => {
     expect(stageFromCreate(base).options).toEqual({
       runNextIfFailed: false,
@@ -35,6 +35,9 @@ describe('stage options in responses carry all 13 fields with defaults (addendum
       failIfOutputEmpty: false,
       notifyOnFailure: false,
       runAsUser: null,
+      concurrencyKey: null,
+      concurrencyLimit: null,
+      priority: 3,
     });
   });
 
@@ -86,6 +89,26 @@ describe('checkAddedStages', () => {
     expect(checkAddedStages([], [stage('a', [], 'x'.repeat(262_144))])).toEqual([]);
     expect(checkAddedStages([], [stage('a', [], 'é'.repeat(131_073))])).toEqual([
       { field: '/stages/0/input', message: 'must be at most 262144 bytes' },
+    ]);
+  });
+});
+
+describe('flow-control options (decision 0132)', () => {
+  it('a key without a limit gets limit 1; a stage without a priority takes its pipeline\'s', () => {
+    const s = stageFromCreate({ ...base, options: { concurrencyKey: 'customer-7' } }, 1);
+    expect(s.options).toMatchObject({ concurrencyKey: 'customer-7', concurrencyLimit: 1, priority: 1 });
+  });
+
+  it('the stage\'s own priority wins over its pipeline\'s; the default is 3', () => {
+    expect(stageFromCreate({ ...base, options: { priority: 5 } }, 1).options.priority).toBe(5);
+    expect(stageFromCreate(base).options.priority).toBe(3);
+    expect(stageFromInfo({ stageName: 'a', stageHandlerName: 'h' }, 2).options.priority).toBe(2);
+  });
+
+  it('a concurrencyLimit without a concurrencyKey is refused with its field named', () => {
+    const stage = stageFromCreate({ ...base, options: { concurrencyLimit: 4 } });
+    expect(checkAddedStages([], [stage])).toEqual([
+      { field: '/stages/0/options/concurrencyLimit', message: 'needs a concurrencyKey (a limit applies to the stages of one key)' },
     ]);
   });
 });

@@ -32,8 +32,16 @@ export interface NewStage {
 /** Stored options may carry nulls (timeOut, maxRetryInterval, runAsUser); they mean "not set". */
 type OptionsLike = { [K in keyof StageOptionsInput]?: StageOptionsInput[K] | null };
 
-export function normaliseOptions(options: OptionsLike | undefined, runNextIfFailed: boolean): StageOptions {
+/** The priority of stages that set none, and of pipelines that set none (issue 31). */
+export const DEFAULT_PRIORITY = 3;
+
+/**
+ * `pipelinePriority` is the default of a stage without its own (a pipeline's priority at creation
+ * and append). Stored options already carry the effective priority, and keep it.
+ */
+export function normaliseOptions(options: OptionsLike | undefined, runNextIfFailed: boolean, pipelinePriority = DEFAULT_PRIORITY): StageOptions {
   const o = options ?? {};
+  const concurrencyKey = o.concurrencyKey ?? null;
   return {
     runNextIfFailed,
     retryInterval: o.retryInterval ?? 0,
@@ -48,34 +56,38 @@ export function normaliseOptions(options: OptionsLike | undefined, runNextIfFail
     failIfOutputEmpty: o.failIfOutputEmpty ?? false,
     notifyOnFailure: o.notifyOnFailure ?? false,
     runAsUser: o.runAsUser ?? null,
+    concurrencyKey,
+    // A limit without a key is kept so checkAddedStages can refuse it by name.
+    concurrencyLimit: o.concurrencyLimit ?? (concurrencyKey === null ? null : 1),
+    priority: o.priority ?? pipelinePriority,
   };
 }
 
-function common(stage: StageCommon, runNextIfFailed: boolean, input: string): NewStage {
+function common(stage: StageCommon, runNextIfFailed: boolean, input: string, pipelinePriority: number): NewStage {
   return {
     name: stage.stageName,
     handlerName: stage.stageHandlerName,
     description: stage.description ?? null,
     input,
-    options: normaliseOptions(stage.options, runNextIfFailed),
+    options: normaliseOptions(stage.options, runNextIfFailed, pipelinePriority),
     policies: stage.policies ?? null,
     isEvent: stage.isEvent ?? false,
   };
 }
 
 /** StageCreate: options.runNextIfFailed ?? runNextIfFailed ?? false (addendum §6). */
-export function stageFromCreate(stage: StageCreateInput): NewStage {
-  return common(stage, stage.options?.runNextIfFailed ?? stage.runNextIfFailed ?? false, stage.input ?? '');
+export function stageFromCreate(stage: StageCreateInput, pipelinePriority = DEFAULT_PRIORITY): NewStage {
+  return common(stage, stage.options?.runNextIfFailed ?? stage.runNextIfFailed ?? false, stage.input ?? '', pipelinePriority);
 }
 
 /**
  * StageInfo: options.runNextIfFailed ?? runNextIfCurrentFailed ?? runNextIfFailed ?? false, and
  * input unwrapping: a string is kept, another non-null value becomes compact JSON, null becomes "".
  */
-export function stageFromInfo(stage: StageInfoInput): NewStage {
+export function stageFromInfo(stage: StageInfoInput, pipelinePriority = DEFAULT_PRIORITY): NewStage {
   const runNext =
     stage.options?.runNextIfFailed ?? stage.runNextIfCurrentFailed ?? stage.runNextIfFailed ?? false;
-  return common(stage, runNext, inputString(stage.input));
+  return common(stage, runNext, inputString(stage.input), pipelinePriority);
 }
 
 export function inputString(input: unknown): string {
@@ -104,6 +116,9 @@ export function checkAddedStages(
   added.forEach((stage, i) => {
     if (utf8Bytes(stage.input) > MAX_STAGE_INPUT_BYTES) {
       errors.push({ field: `${pointer}/${i}/input`, message: `must be at most ${MAX_STAGE_INPUT_BYTES} bytes` });
+    }
+    if (stage.options.concurrencyKey === null && stage.options.concurrencyLimit !== null) {
+      errors.push({ field: `${pointer}/${i}/options/concurrencyLimit`, message: 'needs a concurrencyKey (a limit applies to the stages of one key)' });
     }
     stage.options.dependsOn.forEach((name, j) => {
       if (!earlier.has(name)) {

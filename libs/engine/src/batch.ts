@@ -32,6 +32,8 @@ export interface Dispatch {
   pipeline: LockedPipeline;
   stage: PassStage;
   executionId: string;
+  /** Its key's load when it was admitted (decision 0132): orders its message behind lighter keys. */
+  turn: number;
 }
 
 /**
@@ -54,6 +56,8 @@ export class Batch {
   readonly pipelineWrites: PassWrite['pipelines'] = [];
   readonly outcomes: ItemOutcome[] = [];
   readonly plans = new Map<number, { skip: number[]; dispatch: number[] }>();
+  /** Pipelines whose next pass is due when a rate-limited handler has a token again (decision 0132). */
+  readonly wakeAt = new Map<number, Date>();
 
   constructor(
     readonly now: Date,
@@ -116,13 +120,28 @@ export class Batch {
    * stage): the database still counts those stages as active until the batch is written.
    */
   freedSlots(applicationId: number): number {
-    let freed = 0;
+    return this.freedStages(applicationId).length;
+  }
+
+  /** The stages behind freedSlots: their keys and handlers have room the database does not show yet. */
+  freedStages(applicationId: number): PassStage[] {
+    const freed: PassStage[] = [];
     for (const id of this.changedStages) {
       const stage = this.stageById.get(id)!;
       if (stage.applicationId !== applicationId) continue;
-      if (ACTIVE.has(this.readStatus.get(id)!) && !ACTIVE.has(stage.status)) freed += 1;
+      if (ACTIVE.has(this.readStatus.get(id)!) && !ACTIVE.has(stage.status)) freed.push(stage);
     }
     return freed;
+  }
+
+  /** Applications in which this batch freed a slot. */
+  freeingApplications(): Set<number> {
+    const apps = new Set<number>();
+    for (const id of this.changedStages) {
+      const stage = this.stageById.get(id)!;
+      if (ACTIVE.has(this.readStatus.get(id)!) && !ACTIVE.has(stage.status)) apps.add(stage.applicationId);
+    }
+    return apps;
   }
 
   /** Every stage row this batch changed, for the compare-and-set write. */

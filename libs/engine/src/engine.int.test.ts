@@ -90,7 +90,7 @@ const messagesOf = (jobs: Job[]): { id: string; data: StageNextJob }[] =>
   jobs.flatMap((j) => (j.name === STAGE_NEXT_BATCH_JOB ? (j.data as StageNextBatchJob).batch.map((data) => ({ id: data.executionId, data })) : [{ id: j.id!, data: j.data as StageNextJob }]));
 const waiting = async (handler: string) => {
   const queue = new Queue(stageNextBullName(`app_${applicationId}_${handler}_StageNext`), { connection: redis, prefix });
-  const jobs = await queue.getJobs(['waiting']);
+  const jobs = await queue.getJobs(['waiting', 'prioritized']);
   await queue.close();
   return messagesOf(jobs);
 };

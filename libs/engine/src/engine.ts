@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Batcher, isTransientDbError, sqlOf, type Db, type Queryable } from '@po/db';
-import { slotOrder } from '@po/domain';
 import type { PipelineEventsProducer, StageNextPublisher, StageResultMessage } from '@po/queues';
 import { rememberSensitive, rememberSensitiveItems, traceparentOf, type Logger, type Span } from '@po/telemetry';
 import type { ContextItem, StageNextJob } from '@po/contracts';
@@ -10,7 +9,7 @@ import { lockPipelines, pipelinesOfStages, readPassStages, writePass, type PassS
 import { addAppended, insertPassStages } from './steps/append.js';
 import { candidates, plan } from './steps/plan.js';
 import { readContexts, writeContexts, type ContextEntryRow } from './store-contexts.js';
-import { freeSlots, oldestThrottled } from './store-slots.js';
+import { admitBatch } from './flow-control.js';
 import { republishLost, type LostMessage } from './republish.js';
 import { INLINE_CONTEXT_MAX_BYTES, contextBytes, snapshotOf, writeSnapshots, type ContextSnapshot } from './context-snapshots.js';
 import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
@@ -36,6 +35,8 @@ const PUBLISH_ATTEMPTS = 3;
 interface Outgoing {
   queue: string;
   message: StageNextJob;
+  /** Its key's turn (decision 0132): orders the job behind lighter keys' in the StageNext queue. */
+  turn: number;
   /** When the change that made the stage ready was requested (dispatch-latency metric). */
   requestedAt: Date;
 }
@@ -131,8 +132,8 @@ export class Engine {
     if (contextWrites.length > 0) await writeContexts(tx, contextWrites, now);
     if (batch.appended.length > 0) addAppended(batch, await insertPassStages(tx, batch.appended, now));
 
-    const slots = this.deps.maxActiveStages > 0 ? await this.shareSlots(tx, batch) : new Map<number, number>();
-    plan(batch, candidates(batch), slots);
+    const { admitted, candidates: ready } = await admitBatch(tx, batch, () => candidates(batch), this.deps.maxActiveStages);
+    plan(batch, ready, admitted);
 
     const stageWrites = batch.stageWrites();
     const dispatchedPipelines = [...new Set(batch.dispatches.map((d) => d.pipeline.id))];
@@ -181,7 +182,7 @@ export class Engine {
         ...(snapshot ? { contextSnapshotId: snapshot.id } : {}),
         dispatchedAt: publishedAt,
       });
-      return { queue, message, requestedAt: d.pipeline.dispatchRequestedAt ?? now };
+      return { queue, message, turn: d.turn, requestedAt: d.pipeline.dispatchRequestedAt ?? now };
     });
     await writeSnapshots(tx, [...snapshots.values()]);
     return { batch, outgoing, contexts: [...shown.values()] };
@@ -196,10 +197,11 @@ export class Engine {
    * forever. The dispatch stands either way.
    */
   private async publish(outgoing: readonly Outgoing[]): Promise<boolean> {
+    const turns = new Map(outgoing.filter((o) => o.turn > 0).map((o) => [o.message.executionId, o.turn]));
     const results = await Promise.allSettled([...byQueue(outgoing)].map(async ([queue, messages]) => {
       for (let attempt = 1; ; attempt += 1) {
         try {
-          return await this.deps.publisher.publish(queue, messages);
+          return await this.deps.publisher.publish(queue, messages, turns.size > 0 ? { turns } : {});
         } catch (err) {
           if (attempt >= PUBLISH_ATTEMPTS) throw err;
           await sleep(100 * 2 ** attempt);
@@ -209,34 +211,6 @@ export class Engine {
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) this.deps.logger.warn({ err: failed.reason }, 'StageNext messages not published; the sweeper republishes them');
     return !failed;
-  }
-
-  /**
-   * APP_MAX_ACTIVE_STAGES (addendum §7): the free slots of each application in the batch go to its
-   * oldest candidates, its Throttled stages in pipelines outside the batch included — those
-   * pipelines are locked and passed too. A pipeline another transaction holds is not waited for
-   * (that would invert the lock order); the slot its oldest stage is owed stays free for it.
-   */
-  private async shareSlots(tx: Queryable, batch: Batch): Promise<Map<number, number>> {
-    const slots = new Map<number, number>();
-    const ready = candidates(batch);
-    for (const app of [...ready.keys()].sort((a, b) => a - b)) {
-      const own = ready.get(app) ?? [];
-      const free = Math.min(this.deps.maxActiveStages, (await freeSlots(tx, app, this.deps.maxActiveStages)) + batch.freedSlots(app));
-      const outside = free > 0 ? (await oldestThrottled(tx, app, free)).filter((t) => !batch.pipelines.has(t.pipelineId)) : [];
-      if (own.length === 0 && outside.length === 0) continue;
-      const winners = [...own.map((c) => ({ ...c, pipelineId: 0 })), ...outside.map((t) => ({ ...t, status: 'Throttled' as const }))].sort(slotOrder).slice(0, free);
-      const wanted = [...new Set(winners.filter((w) => w.pipelineId !== 0).map((w) => w.pipelineId))].sort((a, b) => a - b);
-      let owed = 0;
-      if (wanted.length > 0) {
-        const { pipelines } = await lockPipelines(tx, wanted, true);
-        batch.addPipelines(pipelines, await readPassStages(tx, pipelines.map((p) => p.id)));
-        const got = new Set(pipelines.map((p) => p.id));
-        owed = winners.filter((w) => w.pipelineId !== 0 && !got.has(w.pipelineId)).length;
-      }
-      slots.set(app, Math.max(0, free - owed));
-    }
-    return slots;
   }
 
   private async afterCommit(items: readonly EngineItem[], committed: Committed, started: number): Promise<void> {

@@ -18,6 +18,10 @@ export interface LockedPipeline {
   status: PipelineStatus;
   dispatched: boolean;
   traceId: string;
+  /** The default priority of its stages (appended ones). */
+  priority: number;
+  /** Its application has handler settings (decision 0132): read with the lock, no round trip of its own. */
+  handlerSettings: boolean;
   /** When the pending pass was requested (the ready moment, for the dispatch-latency metric). */
   dispatchRequestedAt: Date | null;
 }
@@ -28,11 +32,14 @@ interface RawPipeline {
   status: PipelineStatus;
   dispatched: boolean;
   trace_id: string;
+  priority: number;
+  handler_settings: boolean;
   dispatch_requested_at: Date | null;
   now: Date;
 }
 
-const LOCK_COLUMNS = `id, application_id, status::text AS status, dispatched, trace_id, dispatch_requested_at, now() AS now`;
+const LOCK_COLUMNS = `id, application_id, status::text AS status, dispatched, trace_id, priority, dispatch_requested_at, now() AS now,
+  EXISTS (SELECT 1 FROM handler_settings h WHERE h.application_id = pipelines.application_id) AS handler_settings`;
 const LOCK_PIPELINES = statement(
   'engine_lock_pipelines',
   `SELECT ${LOCK_COLUMNS} FROM pipelines WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
@@ -59,6 +66,8 @@ export async function lockPipelines(tx: Queryable, ids: readonly number[], skipL
       status: r.status,
       dispatched: r.dispatched,
       traceId: r.trace_id,
+      priority: r.priority,
+      handlerSettings: r.handler_settings,
       dispatchRequestedAt: r.dispatch_requested_at,
     })),
   };

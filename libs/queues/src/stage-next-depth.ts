@@ -18,7 +18,7 @@ export interface StageNextDepth {
  * per queue, since each queue's keys share a cluster slot and different queues' do not. Waiting
  * counts messages: a batch job counts as the messages it carries (batchedExtra). The keys
  * are BullMQ's own (QueueKeys): its wait list takes new jobs at the head (LPUSH), so the oldest
- * waiting job is the last element. The integration test publishes through createStageNextPublisher
+ * waiting job is the last element; prioritized jobs wait in a sorted set, first to go first. The integration test publishes through createStageNextPublisher
  * and reads it back (services/api-gateway overview.int.test.ts), so a change of BullMQ's layout fails there.
  */
 export async function readStageNextDepths(connection: RedisConnection, prefix: string, queues: readonly string[], now = Date.now()): Promise<StageNextDepth[]> {
@@ -42,7 +42,7 @@ async function readDepth(connection: RedisConnection, keys: QueueKeys, queue: st
   const key = (type: string) => keys.toKey(stageNextBullName(queue), type);
   const { sizes } = stageNextBatchKeys(keys, queue);
   const answers =
-    (await connection.pipeline().llen(key('wait')).llen(key('paused')).zcard(key('prioritized')).zcard(key('delayed')).lindex(key('wait'), -1).hlen(sizes).hvals(sizes).exec()) ?? [];
+    (await connection.pipeline().llen(key('wait')).llen(key('paused')).zcard(key('prioritized')).zcard(key('delayed')).lindex(key('wait'), -1).hlen(sizes).hvals(sizes).zrange(key('prioritized'), 0, 0).exec()) ?? [];
   const value = (i: number): unknown => {
     const [err, v] = answers[i] ?? [new Error('no answer'), null];
     if (err) throw err;
@@ -51,7 +51,9 @@ async function readDepth(connection: RedisConnection, keys: QueueKeys, queue: st
   const jobs = Number(value(0)) + Number(value(1)) + Number(value(2));
   const waiting = jobs > 0 ? jobs + batchedExtra(Number(value(5)), value(6)) : 0;
   const delayed = Number(value(3));
-  const oldestId = value(4);
+  // StageNext jobs are prioritized (decision 0132): FIFO within a priority, so the next job to go is
+  // the oldest of the first priority that waits. Jobs of older releases are in the wait list.
+  const oldestId = value(4) ?? (value(7) as string[] | null)?.[0];
   // BullMQ 5 left "0:…" markers in the wait list; they are not jobs.
   if (waiting === 0 || typeof oldestId !== 'string' || oldestId.startsWith('0:')) return { queue, waiting, delayed, oldestWaitingAgeMs: null };
   const stamp = Number(await connection.hget(key(oldestId), 'timestamp'));

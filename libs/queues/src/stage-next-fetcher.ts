@@ -10,6 +10,7 @@ import {
   stageNextMessageBytes,
   stageNextWakeChannel,
   type StageNextBatchJob,
+  stageNextJobPriority,
 } from './stage-next.js';
 import type { RedisConnection } from './connection.js';
 import { isStageNextJob, lostLock, settle, unsettle, type Carrier, type FetchedMessage } from './fetched-message.js';
@@ -372,7 +373,9 @@ export class StageNextFetcher {
     try {
       if (!message.carrier.batch) await message.carrier.job.moveToWait(message.lockToken);
       else {
-        await this.queueOf(message.queue).add(STAGE_NEXT_JOB, message.data, { jobId: message.id });
+        // With its batch's priority (decision 0132): a job without one would go before every other.
+        const priority = message.carrier.job.priority || stageNextJobPriority(message.data);
+        await this.queueOf(message.queue).add(STAGE_NEXT_JOB, message.data, { jobId: message.id, priority });
         // Added again, it is settled; a retry after a failed completion adds nothing (same job id).
         await this.settleAndComplete(message, 'requeue');
       }

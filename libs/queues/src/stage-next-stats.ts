@@ -1,5 +1,6 @@
 import { Queue, QueueKeys } from 'bullmq';
 import { dropIfSetupFails, type RedisConnection } from './connection.js';
+import { toJobCounts } from './queue-backlog.js';
 import { batchedExtra } from './stage-next-depth.js';
 import { stageNextBatchKeys, stageNextBullName } from './stage-next.js';
 
@@ -76,15 +77,16 @@ export function createStageNextQueueStats(connection: RedisConnection, prefix: s
             connection.pipeline().hlen(sizes).hvals(sizes).exec(),
           ]);
           const [[, fields] = [], [, values] = []] = batched ?? [];
-          const jobs = (counts.wait ?? 0) + (counts.prioritized ?? 0);
+          const { waiting: jobs, active, delayed } = toJobCounts(counts);
           const waiting = jobs > 0 ? jobs + batchedExtra(Number(fields) || 0, values) : 0;
           let oldestAgeSeconds = 0;
           if (waiting > 0) {
-            const [oldestId] = await entry.queue.getRanges(['wait'], 0, 0, true);
+            // Prioritized jobs (decision 0132): the first to go is the oldest of its priority.
+            const [oldestId] = await entry.queue.getRanges(['wait', 'prioritized'], 0, 0, true);
             const created = oldestId ? Number(await connection.hget(entry.queue.toKey(oldestId), 'timestamp')) : NaN;
             if (Number.isFinite(created)) oldestAgeSeconds = Math.max(0, (at - created) / 1000);
           }
-          const sample: StageNextQueueSample = { queue: name, waiting, active: counts.active ?? 0, delayed: counts.delayed ?? 0, oldestAgeSeconds };
+          const sample: StageNextQueueSample = { queue: name, waiting, active, delayed, oldestAgeSeconds };
           if (waiting + sample.active + sample.delayed === 0 && at - entry.lastSeen > idleMs) forget(name);
           return sample;
         }),

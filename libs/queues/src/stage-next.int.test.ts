@@ -1,5 +1,6 @@
 // StageNext publishing (decision 0125's next step): several messages dispatched to one queue are one
-// batch job, and `missing()` still answers per message, through the queue's `batched` hash.
+// batch job, and `missing()` still answers per message, through the queue's `batched` hash. Pausing a
+// handler's queue (decision 0132): BullMQ's pause, and its state read back per queue.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { Queue, QueueKeys } from 'bullmq';
@@ -8,6 +9,7 @@ import type { StageNextMessage } from '@po/contracts';
 import { TEST_REDIS_URL, cleanupRedisPrefix, testQueuePrefix, stageNextMessage } from '@po/testing';
 import { createRedis } from './connection.js';
 import { STAGE_NEXT_BATCH_JOB, createStageNextPublisher, stageNextBatchKeys, stageNextBullName, type StageNextBatchJob } from './stage-next.js';
+import { setStageNextPaused, stageNextPausedStates } from './stage-next-pause.js';
 
 const prefix = testQueuePrefix('stage-next');
 const redis = createRedis(TEST_REDIS_URL, 'producer');
@@ -31,8 +33,8 @@ function message(executionId = randomUUID()): StageNextMessage {
 }
 
 /** A queue of its own per test, and a BullMQ Queue to look into it. */
-function freshQueue() {
-  const name = `app_1_h-${randomUUID().slice(0, 8)}_StageNext`;
+function freshQueue(handler = 'h') {
+  const name = `app_1_${handler}-${randomUUID().slice(0, 8)}_StageNext`;
   const bull = new Queue(stageNextBullName(name), { connection: redis, prefix });
   queues.push(bull);
   return { name, bull };
@@ -45,7 +47,7 @@ describe('StageNext publisher', () => {
     const { name, bull } = freshQueue();
     const messages = Array.from({ length: 5 }, () => message());
     await publisher.publish(name, messages);
-    const jobs = await bull.getJobs(['waiting']);
+    const jobs = await bull.getJobs(['waiting', 'prioritized']);
     expect(jobs.length).toBe(1);
     expect(jobs[0]!.name).toBe(STAGE_NEXT_BATCH_JOB);
     expect(jobs[0]!.id).toMatch(/^b-/);
@@ -59,7 +61,7 @@ describe('StageNext publisher', () => {
     const present = message();
     await publisher.publish(name, messages);
     await publisher.publish(name, [present]);
-    const [batch] = (await bull.getJobs(['waiting'])).filter((j) => j.name === STAGE_NEXT_BATCH_JOB);
+    const [batch] = (await bull.getJobs(['waiting', 'prioritized'])).filter((j) => j.name === STAGE_NEXT_BATCH_JOB);
     await redis.del(bull.toKey(batch!.id!));
     expect(await publisher.missing(asked(name, [...messages, present]))).toEqual(new Set(messages.map((m) => m.executionId)));
   });
@@ -68,7 +70,7 @@ describe('StageNext publisher', () => {
     const { name, bull } = freshQueue();
     const only = message();
     await publisher.publish(name, [only]);
-    const jobs = await bull.getJobs(['waiting']);
+    const jobs = await bull.getJobs(['waiting', 'prioritized']);
     expect(jobs.map((j) => [j.id, j.name])).toEqual([[only.executionId, 'stage']]);
     const { batched, sizes } = stageNextBatchKeys(new QueueKeys(prefix), name);
     expect(await redis.exists(batched, sizes)).toBe(0);
@@ -80,18 +82,18 @@ describe('StageNext publisher', () => {
     const { name, bull } = freshQueue();
     const messages = Array.from({ length: 5 }, () => message());
     await publisher.publish(name, messages, { batch: false });
-    const jobs = await bull.getJobs(['waiting']);
+    const jobs = await bull.getJobs(['waiting', 'prioritized']);
     expect(jobs.map((j) => j.id).sort()).toEqual(messages.map((m) => m.executionId).sort());
     // Published again, none is added twice.
     await publisher.publish(name, messages, { batch: false });
-    expect(await bull.getWaitingCount()).toBe(5);
+    expect(await bull.getJobCountByTypes('waiting', 'prioritized')).toBe(5);
   });
 
   it('splits a dispatch of more than 32 messages into batches of at most 32, each message in exactly one', async () => {
     const { name, bull } = freshQueue();
     const messages = Array.from({ length: 40 }, () => message());
     await publisher.publish(name, messages);
-    const jobs = await bull.getJobs(['waiting']);
+    const jobs = await bull.getJobs(['waiting', 'prioritized']);
     const sizes = jobs.map((j) => (j.data as StageNextBatchJob).batch.length);
     expect(sizes.every((n) => n <= 32)).toBe(true);
     expect(jobs.flatMap((j) => (j.data as StageNextBatchJob).batch.map((m) => m.executionId)).sort()).toEqual(messages.map((m) => m.executionId).sort());
@@ -104,11 +106,36 @@ describe('StageNext publisher', () => {
     const large = Array.from({ length: 6 }, () => ({ ...message(), input: 'x'.repeat(300_000) }));
     const huge = { ...message(), input: 'y'.repeat(1_200_000) };
     await publisher.publish(name, [...large, huge]);
-    const jobs = await bull.getJobs(['waiting']);
+    const jobs = await bull.getJobs(['waiting', 'prioritized']);
     const batches = jobs.filter((j) => j.name === 'batch').map((j) => (j.data as StageNextBatchJob).batch.length);
     // 3 × 300 KB fit under 1 MiB, 4 do not.
     expect(batches.sort()).toEqual([3, 3]);
     const single = jobs.find((j) => j.name !== 'batch');
     expect(single?.id).toBe(huge.executionId);
+  });
+});
+
+describe('StageNext pause', () => {
+  // A handler name with the characters the BullMQ name encodes, so the mapping is exercised.
+  const handler = 'pay:{x}%';
+
+  it('pauses a handler queue as BullMQ sees it, and resumes it with its jobs kept', async () => {
+    const { name, bull } = freshQueue(handler);
+    await publisher.publish(name, [message()]);
+    await setStageNextPaused(redis, prefix, name, true);
+    expect(await bull.isPaused()).toBe(true);
+    expect(await stageNextPausedStates(redis, prefix, [name])).toEqual([true]);
+    await setStageNextPaused(redis, prefix, name, false);
+    expect(await bull.isPaused()).toBe(false);
+    expect(await bull.getJobCountByTypes('prioritized', 'wait')).toBe(1);
+  });
+
+  it('is idempotent, and reads the states of several queues in the order given', async () => {
+    const [a, b, never] = [freshQueue(handler), freshQueue(handler), freshQueue(handler)];
+    await setStageNextPaused(redis, prefix, a.name, true);
+    await setStageNextPaused(redis, prefix, a.name, true);
+    await setStageNextPaused(redis, prefix, b.name, false);
+    expect(await stageNextPausedStates(redis, prefix, [never.name, a.name, b.name])).toEqual([false, true, false]);
+    expect(await stageNextPausedStates(redis, prefix, [])).toEqual([]);
   });
 });

@@ -120,13 +120,26 @@ function chunks(messages: readonly StageNextJob[]): StageNextJob[][] {
 /** Publisher queues kept open at once: each costs listeners on the shared connection. */
 const MAX_OPEN_QUEUES = 1000;
 
+/** Turns beyond this share the last value: at most 2^18 distinct ones per priority. */
+const TURNS = 2 ** 18;
+
+/**
+ * The BullMQ priority of a StageNext job (decision 0132): its stage's priority (1..5, lower first),
+ * then its key's turn (the key's load when it was admitted). BullMQ pops the lowest value first and
+ * keeps FIFO among equal values, so every job carries one: a job without would go before all of them.
+ */
+export function stageNextJobPriority(m: StageNextJob, turn = 0): number {
+  const priority = Math.min(5, Math.max(1, Math.trunc(m.options.priority ?? 3)));
+  return priority * TURNS + Math.min(TURNS - 1, Math.max(0, Math.trunc(turn)));
+}
+
 export interface StageNextPublisher {
   /**
    * Adds the messages to their queue; resolves once Redis confirmed every add. Two or more go as
    * batch jobs unless `batch: false`, which adds one job per message with job id = executionId
    * (the lost-message walk relies on that id: a message there after all is not added twice).
    */
-  publish(queue: string, messages: StageNextJob[], options?: { batch?: boolean }): Promise<void>;
+  publish(queue: string, messages: StageNextJob[], options?: { batch?: boolean; turns?: ReadonlyMap<string, number> }): Promise<void>;
   /**
    * The execution ids among `jobs` whose message is not in Redis any more (in no state at all):
    * neither its own job nor the batch job `{queue}:batched` names for it exists.
@@ -175,14 +188,14 @@ export function createStageNextPublisher(
    * removes a size field that is already there. A failed add takes its fields back; a field whose
    * batch does not exist only makes `missing()` call its messages lost, never present.
    */
-  const addBatch = async (queue: Queue, name: string, chunk: StageNextJob[]): Promise<void> => {
+  const addBatch = async (queue: Queue, name: string, chunk: StageNextJob[], priority: number): Promise<void> => {
     const batchId = `b-${randomUUID()}`;
     const { batched, sizes } = stageNextBatchKeys(keys, name);
     const data: StageNextBatchJob = { batch: chunk };
     const [mapped, sized, added] = await Promise.allSettled([
       connection.hset(batched, Object.fromEntries(chunk.map((m) => [m.executionId, batchId]))),
       connection.hset(sizes, batchId, chunk.length),
-      queue.add(STAGE_NEXT_BATCH_JOB, data, { jobId: batchId }),
+      queue.add(STAGE_NEXT_BATCH_JOB, data, { jobId: batchId, priority }),
     ]);
     if (added.status === 'rejected') {
       void connection.hdel(batched, ...chunk.map((m) => m.executionId)).catch(() => undefined);
@@ -199,25 +212,37 @@ export function createStageNextPublisher(
       try {
         // One message (every dispatch at light load) goes by `add`: addBulk builds an ioredis
         // pipeline, which copies every BullMQ script onto itself — twice the CPU for the same call.
+        const priorityOf = (m: StageNextJob) => stageNextJobPriority(m, publishOptions.turns?.get(m.executionId));
         const [only] = messages;
         if (messages.length === 1 && only)
-          await entry.queue.add(STAGE_NEXT_JOB, only, { jobId: only.executionId });
+          await entry.queue.add(STAGE_NEXT_JOB, only, { jobId: only.executionId, priority: priorityOf(only) });
         else if (publishOptions.batch === false)
           await entry.queue.addBulk(
             messages.map((m) => ({
               name: STAGE_NEXT_JOB,
               data: m,
-              opts: { jobId: m.executionId },
+              opts: { jobId: m.executionId, priority: priorityOf(m) },
             })),
           );
-        else
+        else {
+          // A batch job has one priority: messages are batched with those of the same value only.
+          const byPriority = new Map<number, StageNextJob[]>();
+          for (const m of messages) {
+            const p = priorityOf(m);
+            const list = byPriority.get(p);
+            if (list) list.push(m);
+            else byPriority.set(p, [m]);
+          }
           await Promise.all(
-            chunks(messages).map((chunk) =>
-              chunk.length === 1
-                ? entry.queue.add(STAGE_NEXT_JOB, chunk[0]!, { jobId: chunk[0]!.executionId })
-                : addBatch(entry.queue, name, chunk),
+            [...byPriority].flatMap(([priority, group]) =>
+              chunks(group).map((chunk) =>
+                chunk.length === 1
+                  ? entry.queue.add(STAGE_NEXT_JOB, chunk[0]!, { jobId: chunk[0]!.executionId, priority })
+                  : addBatch(entry.queue, name, chunk, priority),
+              ),
             ),
           );
+        }
       } finally {
         entry.busy -= 1;
       }

@@ -147,6 +147,51 @@ export function observeStageNextQueues(read: () => Promise<QueueSample[]>): void
   });
 }
 
+export interface JobCountsSample {
+  waiting: number;
+  active: number;
+  delayed: number;
+}
+
+export interface InternalQueuesSample {
+  /** The results shards `{stage-results-K}`, K from 0 to 7: a fixed set, so `shard` is bounded. */
+  resultShards: (JobCountsSample & { shard: number })[];
+  pipelineEvents: JobCountsSample;
+}
+
+const STATES = ['waiting', 'active', 'delayed'] as const;
+
+/**
+ * Backlog of the queues between the services, read on scrape: the results shards (the
+ * result-consumer's input) and pipeline-events (the pipeline-service's). No per-application label:
+ * applications share a shard, and `shard` has eight values.
+ */
+export function observeInternalQueues(read: () => Promise<InternalQueuesSample>): void {
+  const sample = perScrape('internal_queues', read);
+  new Gauge({
+    name: 'po_stage_results_queue_jobs',
+    help: 'Jobs of a results shard {stage-results-K} by state (waiting, active = taken by a result-consumer, delayed = retries); a group of results is one job.',
+    labelNames: ['shard', 'state'] as const,
+    registers,
+    async collect() {
+      const s = await sample();
+      this.reset();
+      for (const shard of s?.resultShards ?? []) for (const state of STATES) this.set({ shard: String(shard.shard), state }, shard[state]);
+    },
+  });
+  new Gauge({
+    name: 'po_pipeline_events_queue_jobs',
+    help: 'Jobs of the pipeline-events queue by state (waiting, active = taken by a pipeline-service, delayed = wake-ups and retries).',
+    labelNames: ['state'] as const,
+    registers,
+    async collect() {
+      const s = await sample();
+      this.reset();
+      if (s) for (const state of STATES) this.set({ state }, s.pipelineEvents[state]);
+    },
+  });
+}
+
 /** po_results_dead_letters: the dead-lettered results waiting for an operator, read from Redis on scrape. */
 export function observeResultDeadLetters(read: () => Promise<number>): void {
   const sample = perScrape('result_dead_letters', read);

@@ -60,10 +60,13 @@ export {
 export {
   observeDatabasePool,
   observeDeliveriesInflight,
+  observeInternalQueues,
   observeResultDeadLetters,
   observeStageNextQueues,
   observeWorkers,
   type DatabasePoolSample,
+  type InternalQueuesSample,
+  type JobCountsSample,
   type QueueSample,
   type WorkerSample,
 } from './gauges.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { observeDeliveriesInflight, observeStageNextQueues } from './gauges.js';
+import { observeDeliveriesInflight, observeInternalQueues, observeStageNextQueues } from './gauges.js';
 import { LabelCap, OTHER_LABEL, metricsText, resultsFenced, stageOutcomes } from './metrics.js';
 
 describe('metrics', () => {
@@ -27,5 +27,26 @@ describe('metrics', () => {
     expect(first.body).toContain('po_metrics_collect_errors_total{collector="stagenext_queues"} 0');
     inflight = 0;
     expect((await metricsText()).body).toContain('po_deliveries_inflight 0');
+  });
+
+  it('serves the backlog of the results shards by shard and state, and of pipeline-events by state; a failed read serves no series and counts an error', async () => {
+    let fail = false;
+    const shards = Array.from({ length: 8 }, (_, shard) => ({ shard, waiting: shard, active: 0, delayed: shard === 7 ? 2 : 0 }));
+    observeInternalQueues(async () => {
+      if (fail) throw new Error('Redis is away');
+      return { resultShards: shards, pipelineEvents: { waiting: 5, active: 1, delayed: 9 } };
+    });
+    const { body } = await metricsText();
+    expect(body).toContain('po_stage_results_queue_jobs{shard="3",state="waiting"} 3');
+    expect(body).toContain('po_stage_results_queue_jobs{shard="7",state="delayed"} 2');
+    expect(body.match(/^po_stage_results_queue_jobs\{/gm)).toHaveLength(24);
+    expect(body).toContain('po_pipeline_events_queue_jobs{state="waiting"} 5');
+    expect(body).toContain('po_pipeline_events_queue_jobs{state="delayed"} 9');
+    fail = true;
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // one read per scrape second
+    const failed = (await metricsText()).body;
+    expect(failed).not.toMatch(/^po_stage_results_queue_jobs\{/m);
+    // The counter is collected before the gauges read, so the failure shows from the next scrape.
+    expect((await metricsText()).body).toContain('po_metrics_collect_errors_total{collector="internal_queues"} 1');
   });
 });

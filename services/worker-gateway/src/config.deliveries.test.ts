@@ -34,3 +34,12 @@ describe('delivery limits (decision 0081)', () => {
     }
   });
 });
+
+describe('the results commit linger (decision 0125)', () => {
+  it('is 2 ms unless RESULTS_COMMIT_LINGER_MS says otherwise, 0 turning it off, at most 50', () => {
+    expect(parseConfig({}).resultsCommitLingerMs).toBe(2);
+    expect(parseConfig({ RESULTS_COMMIT_LINGER_MS: '0' }).resultsCommitLingerMs).toBe(0);
+    expect(() => parseConfig({ RESULTS_COMMIT_LINGER_MS: '51' })).toThrow(ConfigError);
+    expect(() => parseConfig({ RESULTS_COMMIT_LINGER_MS: '-1' })).toThrow(ConfigError);
+  });
+});

@@ -21,6 +21,7 @@ export interface WorkerGatewayConfig extends CommonConfig {
   brokerConnectionString: string;
   pollIntervalMs: number;
   pollMaxMs: number;
+  resultsCommitLingerMs: number;
 }
 
 export function parseConfig(env: Record<string, string | undefined>): WorkerGatewayConfig {
@@ -43,6 +44,8 @@ export function parseConfig(env: Record<string, string | undefined>): WorkerGate
     pollIntervalMs: read.int('GATEWAY_PULL_POLL_MS', 250, { min: 10, max: 250 }),
     // Wake-ups bring new messages; the safety poll backs off to this while a queue stays empty.
     pollMaxMs: read.int('GATEWAY_PULL_POLL_MAX_MS', 2000, { min: 10, max: 10_000 }),
+    // Under load only: results queued behind a commit wait this long for more to join their group.
+    resultsCommitLingerMs: read.int('RESULTS_COMMIT_LINGER_MS', 2, { min: 0, max: 50 }),
   };
   doneWithBrokerHandoutAck(read, config.brokerHandout, read.str('WORKER_BROKER_HANDOUT_ACK', ''));
   return config;

@@ -44,6 +44,7 @@ const deps = {
   results: createStageResultsProducer(producerRedis, config.queuePrefix, {
     minReplicasAck: config.redis.minReplicasAck,
     replicaAckTimeoutMs: config.redis.replicaAckTimeoutMs,
+    commitLingerMs: config.resultsCommitLingerMs,
   }),
   brokerReady: broker.ready,
   logger,

@@ -8,3 +8,4 @@ export * from './sweep.js';
 export * from './result.js';
 export * from './pass.js';
 export * from './transitions.js';
+export * from './admission.js';

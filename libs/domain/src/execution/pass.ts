@@ -1,7 +1,6 @@
 import type { PipelineStatus, StageStatus } from '../statuses.js';
 import { isTerminalPipeline } from '../statuses.js';
 import { derivePipelineStatus } from './pipeline-status.js';
-import { slotTarget } from './transitions.js';
 
 /**
  * §8, §9: what a dispatcher pass leaves behind once its stage changes are decided: the derived
@@ -38,23 +37,3 @@ export function slotOrder(a: { id: number; status: StageStatus }, b: { id: numbe
   return waiting !== 0 ? waiting : a.id - b.id;
 }
 
-/**
- * §7 under APP_MAX_ACTIVE_STAGES: the candidates of one application (ready NotStarted, Throttled,
- * due RetryScheduled), from every pipeline a pass looks at, take the free slots in slotOrder; the
- * rest wait as Throttled (those already Throttled are not changed). `slots` null: no cap.
- */
-export function allocateSlots(
-  candidates: readonly { id: number; status: StageStatus }[],
-  slots: number | null,
-): { dispatch: number[]; throttle: number[] } {
-  const sorted = [...candidates].sort(slotOrder);
-  const room = slots === null ? sorted.length : Math.max(0, Math.floor(slots));
-  return {
-    dispatch: sorted.slice(0, room).map((c) => c.id),
-    throttle: sorted
-      .slice(room)
-      .filter((c) => slotTarget(c.status, false) !== null)
-      .map((c) => c.id)
-      .sort((a, b) => a - b),
-  };
-}

@@ -25,7 +25,7 @@ import {
 const NON_TERMINAL: StageStatus[] = ['NotStarted', 'Throttled', 'Pending', 'Running', 'RetryScheduled', 'WaitingForApproval'];
 
 /** Addendum §7's table, row by row, written out here independently of the implementation. */
-const STAGE_ROWS: [StageFrom, StageEvent, StageStatus[], ('applyFailure' | 'allocateSlots')?][] = [
+const STAGE_ROWS: [StageFrom, StageEvent, StageStatus[], ('applyFailure' | 'admitStages')?][] = [
   [NOT_CREATED, 'create', ['NotStarted']],
   [NOT_CREATED, 'append', ['NotStarted']],
   ['NotStarted', 'dispatch', ['Pending']],
@@ -38,7 +38,7 @@ const STAGE_ROWS: [StageFrom, StageEvent, StageStatus[], ('applyFailure' | 'allo
   ['Running', 'result-success', ['Completed']],
   ['Running', 'result-failure', ['RetryScheduled', 'Failed'], 'applyFailure'],
   ['Running', 'expire', ['RetryScheduled', 'Failed'], 'applyFailure'],
-  ['RetryScheduled', 'retry-due', ['Pending', 'Throttled'], 'allocateSlots'],
+  ['RetryScheduled', 'retry-due', ['Pending', 'Throttled'], 'admitStages'],
   ['WaitingForApproval', 'approve', ['Completed']],
   ['WaitingForApproval', 'reject', ['Failed']],
   ...NON_TERMINAL.map((s): [StageFrom, StageEvent, StageStatus[]] => [s, 'cancel', ['Cancelled']]),

@@ -47,11 +47,11 @@ export const STAGE_EVENTS = [
 export type StageEvent = (typeof STAGE_EVENTS)[number];
 
 /** The rule that picks between two targets; the table only says which two are legal. */
-export type TargetChooser = 'applyFailure' | 'allocateSlots';
+export type TargetChooser = 'applyFailure' | 'admitStages';
 
 /**
  * One allowed transition. `to` has one status, or two when another rule chooses: applyFailure
- * (the retry policy of §10: first when a retry is scheduled, else second) or allocateSlots (the
+ * (the retry policy of §10: first when a retry is scheduled, else second) or admitStages (the
  * application cap of §7: first with a free slot, else second).
  */
 export type StageTargets =
@@ -82,7 +82,7 @@ export const STAGE_TRANSITIONS = {
     expire: FAILURE,
     cancel: CANCEL,
   },
-  RetryScheduled: { 'retry-due': { to: ['Pending', 'Throttled'], decidedBy: 'allocateSlots' }, cancel: CANCEL },
+  RetryScheduled: { 'retry-due': { to: ['Pending', 'Throttled'], decidedBy: 'admitStages' }, cancel: CANCEL },
   WaitingForApproval: { approve: { to: ['Completed'] }, reject: { to: ['Failed'] }, cancel: CANCEL },
   Completed: {},
   Failed: {},

@@ -27,8 +27,9 @@ export interface NewStageRow {
 // Inserted in position order, so stage ids increase with position (addendum §6).
 const INSERT_STAGES = statement(
   'engine_insert_stages',
-  `INSERT INTO stages (pipeline_id, application_id, position, name, handler_name, description, input, options, policies, is_event, span_id, created_at)
-   SELECT d.pipeline_id, d.application_id, d.position, d.name, d.handler_name, d.description, d.input, d.options::jsonb, d.policies::jsonb, d.is_event, d.span_id, $12
+  `INSERT INTO stages (pipeline_id, application_id, position, name, handler_name, description, input, options, concurrency_key, priority, policies, is_event, span_id, created_at)
+   SELECT d.pipeline_id, d.application_id, d.position, d.name, d.handler_name, d.description, d.input, d.options::jsonb,
+          d.options::jsonb->>'concurrencyKey', coalesce((d.options::jsonb->>'priority')::smallint, 3), d.policies::jsonb, d.is_event, d.span_id, $12
    FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[], $11::text[])
      AS d(pipeline_id, application_id, position, name, handler_name, description, input, options, policies, is_event, span_id)
    ORDER BY d.pipeline_id, d.position
@@ -65,7 +66,7 @@ export function appendWorkerStages(b: Batch,
   const existing = b.stages.get(stage.pipelineId)!;
   const pending = b.appended.filter((a) => a.pipelineId === stage.pipelineId);
   const names = [...existing.map((s) => s.name), ...pending.map((a) => a.name)];
-  const added = items.map(stageFromInfo);
+  const added = items.map((item) => stageFromInfo(item, b.pipelines.get(stage.pipelineId)!.priority));
   const errors = checkAddedStages(names, added, '/appendedStages');
   if (errors.length > 0) {
     logs.push({ message: `Appended stages refused: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, logLevel: 'Warning', created: b.now });

@@ -48,9 +48,10 @@ interface RowsFrom {
 
 export const insertStageRows = (a: RowsFrom & { applicationId: string; position: string; spanId: string; now: string }) => `
   INSERT INTO stages (id, pipeline_id, application_id, position, name, handler_name, description, input,
-                      options, policies, is_event, span_id, created_at)
+                      options, concurrency_key, priority, policies, is_event, span_id, created_at)
   SELECT ${a.id}, ${a.pipelineId}, ${a.applicationId}, ${a.position}, ${a.item}->>'name',
          ${a.item}->>'handlerName', ${a.item}->>'description', ${a.item}->>'input', ${a.item}->'options',
+         ${a.item}->'options'->>'concurrencyKey', coalesce((${a.item}->'options'->>'priority')::smallint, 3),
          nullif(${a.item}->'policies', 'null'::jsonb), (${a.item}->>'isEvent')::boolean, ${a.spanId}, ${a.now}::timestamptz
   FROM ${a.from}
   RETURNING ${a.returning}`;
@@ -92,7 +93,8 @@ const noLogs = () => `'[]'::json`;
 /**
  * $1 application id, $2 name, $3 trace id, $4 policies (json text or null), $5 idempotency key
  * (or null), $6 intent hash (null: no binding), $7 schedule id (or null), $8 now, $9 stages,
- * $10 context items, $11 keywords (json arrays), $12 the pipeline this one reruns (or null).
+ * $10 context items, $11 keywords (json arrays), $12 the pipeline this one reruns (or null), $13
+ * its priority.
  *
  * A context item marked `copy` (a rerun's sensitive item) takes its value from the same key of
  * pipeline $12, inside this statement: the value never leaves the database (decision 0089).
@@ -111,9 +113,9 @@ WITH reserved AS MATERIALIZED (
   RETURNING pipeline_id
 ), pipeline AS (
   INSERT INTO pipelines (id, application_id, name, trace_id, policies, idempotency_key, schedule_id,
-                         created_at, updated_at, dispatch_requested_at, rerun_of)
+                         created_at, updated_at, dispatch_requested_at, rerun_of, priority)
   SELECT reserved.id, $1::int, $2::text, $3::text, $4::jsonb, $5::text, $7::bigint,
-         $8::timestamptz, $8::timestamptz, $8::timestamptz, $12::bigint
+         $8::timestamptz, $8::timestamptz, $8::timestamptz, $12::bigint, $13::smallint
   FROM reserved WHERE $6::text IS NULL OR EXISTS (SELECT 1 FROM bound)
   RETURNING *
 ), stage_ids AS MATERIALIZED (${reserveIds('stages_id_seq', '$9')}
@@ -178,6 +180,7 @@ function creationValues(p: NewPipeline, now: Date, intentHash: string | null, re
     jsonParam(context),
     jsonParam(p.keywords),
     rerun?.rerunOf ?? null,
+    p.priority,
   ];
 }
 
@@ -230,7 +233,7 @@ const APPEND = statement(
 );
 const LOCK = statement(
   'pipeline_lock_for_append',
-  `SELECT application_id, status::text AS status FROM pipelines WHERE id = $1::bigint FOR UPDATE`,
+  `SELECT application_id, status::text AS status, priority FROM pipelines WHERE id = $1::bigint FOR UPDATE`,
 );
 // A statement of its own after the lock: its snapshot then sees every append committed before
 // (a subquery of the locking statement would read the snapshot taken before the lock wait).
@@ -243,9 +246,9 @@ const STAGE_NAMES = statement(
 export async function lockPipelineRow(
   tx: Queryable,
   pipelineId: number,
-): Promise<{ applicationId: number; status: PipelineStatus } | null> {
-  const [row] = await tx.query<{ application_id: number; status: PipelineStatus }>(LOCK, [pipelineId]);
-  return row ? { applicationId: row.application_id, status: row.status } : null;
+): Promise<{ applicationId: number; status: PipelineStatus; priority: number } | null> {
+  const [row] = await tx.query<{ application_id: number; status: PipelineStatus; priority: number }>(LOCK, [pipelineId]);
+  return row ? { applicationId: row.application_id, status: row.status, priority: row.priority } : null;
 }
 
 /** Stage names in position order; read after lockPipelineRow. */

@@ -172,10 +172,11 @@ const jsonParam = (value: unknown): string => {
  * occurrence (decision 0008), as in pipeline creation. Trace id and stage span ids are per
  * pipeline (ScheduledPipeline).
  */
-export function pipelineTemplate(p: Pick<NewPipeline, 'name' | 'policies' | 'stages' | 'contextItems' | 'keywords'>): string {
+export function pipelineTemplate(p: Pick<NewPipeline, 'name' | 'policies' | 'priority' | 'stages' | 'contextItems' | 'keywords'>): string {
   return jsonParam({
     name: p.name,
     policies: p.policies,
+    priority: p.priority,
     stages: p.stages.map((s) => ({
       name: s.name,
       handlerName: s.handlerName,
@@ -249,9 +250,9 @@ WITH tpl AS MATERIALIZED (
   FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS d(v, ord)
 ), pipeline_ids AS MATERIALIZED (${reserveIds('pipelines_id_seq', 'pin')}
 ), new_pipelines AS (
-  INSERT INTO pipelines (id, application_id, name, trace_id, policies, schedule_id, created_at, updated_at, dispatch_requested_at)
+  INSERT INTO pipelines (id, application_id, name, trace_id, policies, schedule_id, created_at, updated_at, dispatch_requested_at, priority)
   SELECT (SELECT ids FROM pipeline_ids)[p.ord::int], p.application_id, t.v->>'name', p.trace_id, nullif(t.v->'policies', 'null'::jsonb),
-         p.schedule_id, $1::timestamptz, $1::timestamptz, $1::timestamptz
+         p.schedule_id, $1::timestamptz, $1::timestamptz, $1::timestamptz, coalesce((t.v->>'priority')::smallint, 3)
   FROM pin p JOIN tpl t ON t.idx = p.template
   RETURNING id
 ), stage_in AS MATERIALIZED (

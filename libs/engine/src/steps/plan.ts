@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { allocateSlots, passOutcome, planDispatch, slotTarget, stageStatusAfter, type StageNode, type StageStatus } from '@po/domain';
+import { passOutcome, planDispatch, slotOrder, slotTarget, stageStatusAfter, type Admission, type StageNode, type StageStatus } from '@po/domain';
 import type { Batch } from '../batch.js';
 import type { LockedPipeline, PassStage } from '../store.js';
 
@@ -30,16 +30,21 @@ export function candidates(b: Batch): Map<number, { id: number; status: StageSta
 
 /**
  * One dispatcher pass per locked pipeline (§7–§9): doomed stages Skipped, ready ones Pending with a
- * new execution (or Throttled beyond the application's free slots: `slots` per application, absent
- * = no cap), then the derived status and the next pass (the earliest retry still scheduled).
+ * new execution (or Throttled where flow control holds them: `admitted` per application, absent =
+ * no gate, decision 0132), then the derived status and the next pass (the earliest retry still
+ * scheduled, or a rate-limited handler's next token).
  */
-export function plan(b: Batch, candidates: Map<number, { id: number; status: StageStatus }[]>, slots: Map<number, number>): void {
-  const allowed = new Set<number>();
+export function plan(b: Batch, candidates: Map<number, { id: number; status: StageStatus }[]>, admitted: Map<number, Admission>): void {
+  const allowed = new Map<number, number>();
   const throttled = new Set<number>();
   for (const [app, list] of candidates) {
-    const { dispatch, throttle } = allocateSlots(list, slots.has(app) ? slots.get(app)! : null);
-    dispatch.forEach((id) => allowed.add(id));
-    throttle.forEach((id) => throttled.add(id));
+    const admission = admitted.get(app);
+    if (!admission) {
+      for (const c of [...list].sort(slotOrder)) allowed.set(c.id, 0);
+      continue;
+    }
+    admission.dispatch.forEach((id) => allowed.set(id, admission.turns.get(id) ?? 0));
+    admission.throttle.forEach((id) => throttled.add(id));
   }
   for (const [pipelineId, pipeline] of b.pipelines) {
     const stages = b.stages.get(pipelineId) ?? [];
@@ -60,14 +65,16 @@ export function plan(b: Batch, candidates: Map<number, { id: number; status: Sta
         stage.currentExecutionId = executionId;
         stage.nextRetryAt = null;
         stage.execution = null;
-        b.dispatches.push({ pipeline, stage, executionId });
+        b.dispatches.push({ pipeline, stage, executionId, turn: allowed.get(stage.id)! });
       } else if (throttled.has(stage.id)) {
         b.touch(stage);
         stage.status = slotTarget(stage.status, false) ?? stage.status;
       }
     }
     const outcome = passOutcome(pipeline.status, stages, b.now);
-    b.pipelineWrites.push({ id: pipelineId, status: outcome.status, finishedAt: outcome.finished ? b.now : null, nextPassAt: outcome.nextPassAt });
+    const wake = b.wakeAt.get(pipelineId);
+    const nextPassAt = wake && !outcome.finished && (outcome.nextPassAt === null || wake < outcome.nextPassAt) ? wake : outcome.nextPassAt;
+    b.pipelineWrites.push({ id: pipelineId, status: outcome.status, finishedAt: outcome.finished ? b.now : null, nextPassAt });
     pipeline.status = outcome.status;
   }
 }

@@ -54,7 +54,7 @@ async function batchOf(n: number) {
   await publisher.publish(queue, messages);
   const bull = new Queue(stageNextBullName(queue), { connection: redis, prefix: gw.prefix });
   queues.push(bull);
-  const [job] = await bull.getJobs(['waiting']);
+  const [job] = await bull.getJobs(['waiting', 'prioritized']);
   const { batched } = stageNextBatchKeys(new QueueKeys(gw.prefix), queue);
   return { queue, messages, bull, batchId: job!.id!, batched };
 }
@@ -86,7 +86,7 @@ describe('batch jobs at the gateway', () => {
     const { queue, bull, batchId } = await batchOf(3);
     const [a, b, c] = [await pull(queue), await pull(queue), await pull(queue)];
     expect(await gw.deliveries.ack(b.token, true)).toBe(true);
-    expect(await bull.getJobState(b.messageId)).toBe('waiting');
+    expect(await bull.getJobState(b.messageId)).toBe('prioritized');
     expect(await bull.getJobState(batchId)).toBe('active');
     await gw.deliveries.ack(a.token, false);
     await gw.deliveries.ack(c.token, false);
@@ -104,9 +104,13 @@ describe('batch jobs at the gateway', () => {
     const first = await pull(queue);
     const others = messages.map((m) => m.executionId).filter((id) => id !== first.messageId);
     await sleep(300);
-    expect(await bull.getWaitingCount()).toBe(0);
-    await vi.waitFor(async () => expect((await bull.getJobs(['waiting'])).map((j) => j.id).sort()).toEqual(others.sort()), { timeout: 3000 });
+    expect(await bull.getJobCountByTypes('waiting', 'prioritized')).toBe(0);
+    await vi.waitFor(async () => expect((await bull.getJobs(['waiting', 'prioritized'])).map((j) => j.id).sort()).toEqual(others.sort()), { timeout: 3000 });
     expect(await bull.getJobState(batchId)).toBe('active');
+    // They keep the batch's priority (decision 0132): a job without one would jump every queue.
+    const batchPriority = (await bull.getJob(batchId))!.priority;
+    expect(batchPriority).toBeGreaterThan(0);
+    expect((await bull.getJobs(['prioritized'])).map((j) => j.priority)).toEqual(others.map(() => batchPriority));
     await gw.deliveries.ack(first.token, false);
     expect(await bull.getJob(batchId)).toBeUndefined();
     // The returned ones are deliverable as any message.
@@ -198,7 +202,7 @@ describe('batch jobs at the gateway', () => {
     await publisher.publish(queue, [message('x'), message('x'), message('x')]);
     const fetched = await Promise.all([gw.fetcher.fetch(queue), gw.fetcher.fetch(queue), gw.fetcher.fetch(queue)]);
     expect(fetched.map((m) => m?.id).sort()).toEqual(messages.map((m) => m.executionId).sort());
-    expect(await bull.getWaitingCount()).toBe(1);
+    expect(await bull.getJobCountByTypes('waiting', 'prioritized')).toBe(1);
     for (const m of fetched) await gw.fetcher.complete(m!);
   });
 

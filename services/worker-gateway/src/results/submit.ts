@@ -40,7 +40,7 @@ export async function submitResult(
     throw ValidationFailed.at('/pipelineId', `must be the stage's pipeline (${stage.pipelineId})`);
   }
   if (body.appendedStages && body.appendedStages.length > 0) {
-    const errors = checkAddedStages(await stageNamesOf(deps.db, stage.pipelineId), body.appendedStages.map(stageFromInfo), '/appendedStages');
+    const errors = checkAddedStages(await stageNamesOf(deps.db, stage.pipelineId), body.appendedStages.map((s) => stageFromInfo(s)), '/appendedStages');
     if (errors.length > 0) throw new ValidationFailed(errors);
   }
   const fenced = fencedAtIntake(caller, stage, body);

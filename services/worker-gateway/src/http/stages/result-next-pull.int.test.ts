@@ -94,7 +94,7 @@ describe('the next pull with a result (decision 0100)', () => {
         // The acknowledged message is gone (completed, removed); the next one is locked by this delivery.
         expect(await stageNext.getJob(done.executionId)).toBeUndefined();
         expect(await stageNext.getJobState(r.body.next.payload.executionId)).toBe('active');
-        expect(await stageNext.getWaitingCount()).toBe(1);
+        expect(await stageNext.getJobCountByTypes('waiting', 'prioritized')).toBe(1);
       } finally {
         await stageNext.close();
       }
