@@ -222,3 +222,101 @@ describe('POST /pipelines/{pipelineId}/rerun', () => {
     expect((await storedContext(copy.id)).find((c) => c.key === 'token')?.value).toBe(SECRET);
   });
 });
+
+describe('POST /pipelines/{pipelineId}/rerun from the failure (decision 0133)', () => {
+  /**
+   * A run that went this far: extract Completed (with output, timings, two logs and a context key
+   * it wrote), load Failed, and a stage appended during the run. Stage state is written by SQL
+   * here, as the engine would have.
+   */
+  async function failedRun(): Promise<PipelineResponse> {
+    const original = await createPipeline();
+    now += 1_000;
+    expect((await gw.call('POST', `/pipelines/${original.id}/stages`, { json: { stages: [{ stageName: 'report', stageHandlerName: 'report.h' }] } })).status).toBe(200);
+    const [extract, load] = original.stages;
+    const started = new Date(now - 900);
+    const finished = new Date(now - 400);
+    await gw.db.$executeRaw`UPDATE stages SET status = 'Completed', output = '{"rows":120}', started_at = ${started}, finished_at = ${finished}, attempt = 1 WHERE id = ${BigInt(extract!.id)}`;
+    await gw.db.$executeRaw`INSERT INTO stage_logs (stage_id, pipeline_id, message, log_level, created) VALUES
+      (${BigInt(extract!.id)}, ${BigInt(original.id)}, 'pulled 120 rows', 'Information', ${started}),
+      (${BigInt(extract!.id)}, ${BigInt(original.id)}, 'slow source', 'Warning', ${finished})`;
+    await gw.db.$executeRaw`INSERT INTO context_items (pipeline_id, key, value, updated_at) VALUES (${BigInt(original.id)}, 'extracted', 'batch-7', ${finished})`;
+    await gw.db.$executeRaw`UPDATE stages SET status = 'Failed', attempt = 1, last_error_code = 'DOWNSTREAM_DOWN', finished_at = ${finished} WHERE id = ${BigInt(load!.id)}`;
+    await gw.db.$executeRaw`UPDATE stages SET status = 'Skipped' WHERE pipeline_id = ${BigInt(original.id)} AND name = 'report'`;
+    await gw.db.$executeRaw`UPDATE pipelines SET status = 'Failed', finished_at = ${finished} WHERE id = ${BigInt(original.id)}`;
+    return read(original.id);
+  }
+
+  async function rerunFrom(id: number, from: string, key = gw.appA.key) {
+    now += 1_000;
+    return gw.call('POST', `/pipelines/${id}/rerun`, { key, json: { from } });
+  }
+
+  it('carries over what Completed (output, timings, logs marked), runs the rest, and keeps the context as the run left it', async () => {
+    const original = await failedRun();
+    const copy = expectPipeline(await rerunFrom(original.id, 'failed'), 201);
+    expect(copy).toMatchObject({ rerunOf: original.id, status: 'NotStarted', isTerminal: false });
+    // Every stage, the appended one too, in order.
+    expect(copy.stages.map((s) => [s.name, s.status])).toEqual([
+      ['extract', 'Completed'],
+      ['load', 'NotStarted'],
+      ['report', 'NotStarted'],
+    ]);
+    const [extract, load] = copy.stages;
+    const was = original.stages[0]!;
+    expect(extract).toMatchObject({
+      carriedOverFrom: was.id,
+      output: '{"rows":120}',
+      startedAt: was.startedAt,
+      finishedAt: was.finishedAt,
+      attempt: 0,
+      isTerminal: true,
+    });
+    expect(extract!.logs.map((l) => [l.message, l.logLevel, l.created, l.carriedOver, l.stageId])).toEqual(
+      was.logs.map((l) => [l.message, l.logLevel, l.created, true, extract!.id]),
+    );
+    expect(was.logs.every((l) => !l.carriedOver)).toBe(true);
+    expect(load).toMatchObject({ carriedOverFrom: null, output: null, attempt: 0, lastErrorCode: null, logs: [] });
+    // The context as the run left it, the sensitive value copied in the database only.
+    expect(copy.pipelineContextItems.map((c) => [c.key, c.value])).toEqual(original.pipelineContextItems.map((c) => [c.key, c.value]));
+    expect(copy.pipelineContextItems.find((c) => c.key === 'extracted')?.value).toBe('batch-7');
+    expect((await storedContext(copy.id)).find((c) => c.key === 'token')?.value).toBe(SECRET);
+    // A carried-over stage has no execution: nothing of it can be published or delivered.
+    expect(await gw.db.stageExecution.count({ where: { stageId: BigInt(extract!.id) } })).toBe(0);
+    // The log page shows the marks too; the original is as it was.
+    const page = await gw.call('GET', `/pipelines/${copy.id}/stages/${extract!.id}/logs`);
+    expect(page.status, page.text).toBe(200);
+    expect(page.body.items.map((l: { carriedOver: boolean }) => l.carriedOver)).toEqual([true, true]);
+    expect(await read(original.id)).toEqual({ ...original, reruns: [copy.id] });
+    expect(await eventsFor(copy.id)).toEqual([expect.objectContaining({ type: 'pipeline.created', pipelineId: copy.id })]);
+  });
+
+  it('a Cancelled pipeline reruns from its failure too; "start" and no body still rerun every stage', async () => {
+    const original = await failedRun();
+    await gw.db.$executeRaw`UPDATE pipelines SET status = 'Cancelled' WHERE id = ${BigInt(original.id)}`;
+    const fromFailure = expectPipeline(await rerunFrom(original.id, 'failed'), 201);
+    expect(fromFailure.stageStatuses).toEqual(['Completed', 'NotStarted', 'NotStarted']);
+    const fromStart = expectPipeline(await rerunFrom(original.id, 'start'), 201);
+    expect(fromStart.stages.map((s) => [s.name, s.status, s.carriedOverFrom])).toEqual([
+      ['extract', 'NotStarted', null],
+      ['load', 'NotStarted', null],
+    ]);
+    expect((await rerun(original.id)).stageStatuses).toEqual(['NotStarted', 'NotStarted']);
+  });
+
+  it('a Completed pipeline has no failure to rerun from: 409 pipeline_not_failed, nothing created; a bad from is a 400 naming it', async () => {
+    const original = await createPipeline();
+    await gw.db.$executeRaw`UPDATE pipelines SET status = 'Completed', finished_at = now() WHERE id = ${BigInt(original.id)}`;
+    const count = await gw.db.pipeline.count();
+    expectProblem(await rerunFrom(original.id, 'failed'), 409, 'pipeline_not_failed');
+    expectProblem(await rerunFrom(original.id, 'middle'), 400, 'validation_failed', ['/from']);
+    expect(await gw.db.pipeline.count()).toBe(count);
+  });
+
+  it("another application's key gets 404 and creates nothing", async () => {
+    const original = await failedRun();
+    const count = await gw.db.pipeline.count();
+    expectProblem(await rerunFrom(original.id, 'failed', gw.appB.key), 404, 'not_found');
+    expect(await gw.db.pipeline.count()).toBe(count);
+  });
+});
