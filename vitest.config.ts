@@ -9,6 +9,8 @@ const alias = Object.fromEntries(
     .map((name) => [`@po/${name}`, resolve('libs', name, 'src', 'index.ts')]),
 );
 
+const E2E_SOLO = ['e2e/frozen-transaction.e2e.test.ts', 'e2e/noisy-neighbour.e2e.test.ts'];
+
 export default defineConfig({
   resolve: { alias },
   test: {
@@ -45,7 +47,34 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['e2e/**/*.e2e.test.ts'],
-          exclude: ['e2e/redis-outage.e2e.test.ts', 'e2e/redis-freeze.e2e.test.ts', 'e2e/redis-flush.e2e.test.ts', 'e2e/redis-cluster.e2e.test.ts', 'e2e/redis-sentinel.e2e.test.ts', '**/node_modules/**'],
+          exclude: [
+            'e2e/redis-outage.e2e.test.ts',
+            'e2e/redis-freeze.e2e.test.ts',
+            'e2e/redis-flush.e2e.test.ts',
+            'e2e/redis-cluster.e2e.test.ts',
+            'e2e/redis-sentinel.e2e.test.ts',
+            ...E2E_SOLO,
+            '**/node_modules/**',
+          ],
+          globalSetup: ['libs/testing/src/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          // Two files at a time, each with its cluster, database and queue prefix of its own: most
+          // of a file's time is spent waiting on timers, leases and visibility timeouts. With the
+          // e2e-outage project beside it that is three clusters, well within PostgreSQL's 100
+          // connections (DATABASE_POOL_MAX 4 per service). Decision 0126 (amended) has the figures.
+          maxWorkers: 2,
+          sequence: { groupOrder: 2 },
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          // Files that time a service against its own deadlines (a frozen transaction's lock and
+          // idle timeouts, a quiet application's latency under a neighbour's flood): they run after
+          // the e2e project, one at a time, not beside two other clusters (they failed there).
+          name: 'e2e-solo',
+          include: E2E_SOLO,
           globalSetup: ['libs/testing/src/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,

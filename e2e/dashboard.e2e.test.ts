@@ -117,13 +117,13 @@ describe('the dashboard in a real browser', () => {
       expect(await workers.getByRole('columnheader', { name: header }).count(), header).toBeGreaterThan(0);
     }
     expect(await workers.getByRole('row').filter({ hasText: 'example-worker' }).count()).toBe(0);
-    // Serves the approval and echo stages; `sleep` is left for a second worker (next steps).
+    // Serves the approval, echo and fail stages; `sleep` is left for a second worker (next steps).
     cluster.startWorker('dashboard-worker', {
       PO_BASE_URL: cluster.apiUrl,
       PO_WORKER_BASE_URL: cluster.workerUrl,
       PO_API_KEY: key,
       PO_INSTANCE_ID: 'dashboard-worker',
-      PO_HANDLERS: 'echo,approve',
+      PO_HANDLERS: 'echo,approve,fail',
     });
     const workerId = await workerIdOf('dashboard-worker');
     // No reload: the page's own refresh brings the worker and its `started` event.
@@ -319,6 +319,63 @@ describe('the dashboard in a real browser', () => {
     expect(await page.getByRole('button', { name: 'Pause', exact: true }).isEnabled()).toBe(false);
     await expect.poll(() => page.getByText('Paused', { exact: true }).count()).toBeGreaterThan(0);
     await inspect('schedule-paused');
+  });
+
+  it('lists handlers with their limits, and pauses one from the page, which the API then shows', async () => {
+    const name = `payments-${run}`;
+    expect((await api('PUT', `/handlers/${name}`, { maxConcurrent: 3 })).status).toBe(200);
+    await nav('Handlers').click();
+    const list = table('Handlers');
+    await expect.poll(() => list.isVisible()).toBe(true);
+    for (const header of ['Handler', 'State', 'Running', 'Backlog', 'Throttled', 'Oldest wait', 'Limits']) {
+      expect(await list.getByRole('columnheader', { name: header }).count(), header).toBeGreaterThan(0);
+    }
+    const row = list.getByRole('row').filter({ hasText: name });
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.textContent()).toContain('3 at once');
+    await inspect('handlers');
+    await row.getByRole('button', { name: 'Pause', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await waitFor('the handler to be paused', async () =>
+      (await api('GET', `/handlers/${name}`)).body.paused === true ? true : undefined,
+    );
+    await expect.poll(() => row.getByRole('button', { name: 'Resume', exact: true }).count()).toBe(1);
+    expect(await row.textContent()).toContain('Paused');
+  });
+
+  it('reruns the selected failed pipelines from their failure: the completed stage is carried over', async () => {
+    const names = [`incident-a-${run}`, `incident-b-${run}`];
+    for (const name of names) {
+      await create(name, {
+        stages: [
+          { stageName: 'prepare', stageHandlerName: 'echo', input: 'ready' },
+          { stageName: 'call-partner', stageHandlerName: 'fail', input: '{"code":"PARTNER_DOWN","retryable":false}' },
+        ],
+      });
+    }
+    for (const name of names) {
+      await waitFor(`${name} to fail`, async () => ((await api('GET', `/pipelines/${ids[name]}`)).body.status === 'Failed' ? true : undefined));
+    }
+    await nav('Pipelines').click();
+    await page.getByRole('textbox', { name: 'Name' }).fill(`incident-`);
+    const list = table('Pipelines');
+    for (const name of names) {
+      const box = list.getByRole('checkbox', { name: `Select pipeline ${name} (${ids[name]})` });
+      await expect.poll(() => box.count(), { timeout: 10_000 }).toBe(1);
+      await box.check();
+    }
+    await page.getByRole('button', { name: 'Rerun 2 from failure' }).click();
+    const dialog = page.getByRole('dialog');
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => page.getByText('Rerun from failure: 2 done, 0 not done').count(), { timeout: 10_000 }).toBe(1);
+    await inspect('pipelines-rerun-selected');
+    for (const name of names) {
+      const original = (await api('GET', `/pipelines/${ids[name]}`)).body;
+      expect(original.reruns).toHaveLength(1);
+      const rerun = (await api('GET', `/pipelines/${original.reruns[0]}`)).body;
+      expect(rerun.stages[0]).toMatchObject({ status: 'Completed', carriedOverFrom: original.stages[0].id, output: original.stages[0].output });
+    }
   });
 
   it('signs out, leaving no key behind; the key was never in a URL or a console line', async () => {

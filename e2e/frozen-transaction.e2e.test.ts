@@ -47,7 +47,7 @@ describe('a service frozen in the middle of its transaction', () => {
     }
     // Which rows a backend holds locked (the frozen transaction's pipelines).
     await cluster.database.db.$executeRawUnsafe('CREATE EXTENSION IF NOT EXISTS pgrowlocks');
-  }, 90_000);
+  }, 120_000);
 
   afterAll(async () => {
     const frozen = cluster?.process('result-consumer-1');

@@ -34,7 +34,7 @@ describe('a StageNext job deleted from Redis after its publication was confirmed
       env: { DISPATCH_LOST_MESSAGE_AFTER_SECONDS: String(LOST_AFTER_SECONDS), DISPATCH_SWEEP_INTERVAL_MS: '200' },
     });
     app = await cluster.createApp('lost-message');
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await cluster?.stop();
@@ -65,7 +65,7 @@ describe('a StageNext job deleted from Redis after its publication was confirmed
       expect(await queue.getJob(execution.id), 'the StageNext job (id = executionId) before the deletion').toBeDefined();
       await queue.remove(execution.id);
       expect(await queue.getJob(execution.id)).toBeUndefined();
-      expect(await queue.getWaitingCount()).toBe(0);
+      expect(await queue.getJobCountByTypes('waiting', 'prioritized')).toBe(0);
     } finally {
       await queue.close();
       redis.disconnect();

@@ -66,7 +66,7 @@ describe('migrate deploy while the previous release serves traffic', () => {
         PO_CONCURRENCY: '8',
       });
     }
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     const errors = cluster ? errorLines(cluster) : [];

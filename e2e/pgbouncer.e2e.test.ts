@@ -43,7 +43,7 @@ describe('behind PgBouncer in transaction mode (pgbouncer=true, DATABASE_DIRECT_
         PO_CONCURRENCY: '8',
       });
     }
-  }, 90_000);
+  }, 120_000);
 
   afterAll(async () => {
     const errors = cluster ? errorLines(cluster) : [];

@@ -34,7 +34,7 @@ describe('PostgreSQL connections terminated mid-run', () => {
         PO_CONCURRENCY: '8',
       });
     }
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     const errors = cluster ? errorLines(cluster) : [];

@@ -57,7 +57,7 @@ describe('Redis Cluster: a primary SIGKILLed while pipelines run', () => {
         PO_CONCURRENCY: '4',
       });
     }
-  }, 90_000);
+  }, 120_000);
 
   afterAll(async () => {
     const errors = cluster ? errorLines(cluster) : [];

@@ -82,7 +82,7 @@ describe('Redis Sentinel: the primary SIGKILLed while pipelines run', () => {
       await redis.restart(killed);
       replicaAfter = Date.now() - killedAt;
       console.log(
-        `[redis-sentinel] SIGKILLed primary ${killed} ${killedAt - started} ms in; sentinels promoted ${promoted} ${promotedAfter} ms later; ${killed} restarted and made its synced replica by Sentinel ${replicaAfter} ms after the kill`,
+        `[redis-sentinel] SIGKILLed primary ${killed} ${killedAt - started} ms in; sentinels promoted ${promoted} ${promotedAfter} ms later; ${killed} restarted as its replica and synced ${replicaAfter} ms after the kill`,
       );
     })();
     const ids = streamEchoPipelines(cluster, app.apiKey, PIPELINES, PACE_MS);

@@ -3,7 +3,8 @@
 // the control plane and always stops it). Against a real Kubernetes API server, controllers and
 // scheduler, with a fake node (fake-node.mjs), and the chart as it is in the repository:
 //   1. the cluster: server version and a Ready node;
-//   2. the CRDs the chart's optional kinds need (crds.yaml, minimal, written for this test);
+//   2. the CRDs the chart's optional kinds need (crds.yaml and keda-crd.yaml, minimal, written for
+//      this test);
 //   3. `--dry-run=server` of every value set the chart checks render (deploy/k8s-checks);
 //   4. install, upgrade, rollback, helm test and uninstall of one release (lifecycle.mjs);
 //   5. the Gateway API variant: installed, switched from header-hash to cookie, uninstalled;
@@ -79,20 +80,16 @@ async function cluster() {
 
 async function crds() {
   step(
-    'CRDs of the optional kinds (deploy/k8s-local/crds.yaml: HTTPRoute, BackendTrafficPolicy, ServiceMonitor, PrometheusRule)',
+    'CRDs of the optional kinds (deploy/k8s-local/crds.yaml: HTTPRoute, BackendTrafficPolicy, ServiceMonitor, PrometheusRule; keda-crd.yaml: ScaledObject)',
   );
-  const names = kubectl([
-    'apply',
-    '-f',
-    join(ROOT, 'deploy', 'k8s-local', 'crds.yaml'),
-    '-o',
-    'name',
-  ])
-    .stdout.trim()
-    .split('\n');
+  const names = ['crds.yaml', 'keda-crd.yaml'].flatMap((file) =>
+    kubectl(['apply', '-f', join(ROOT, 'deploy', 'k8s-local', file), '-o', 'name'])
+      .stdout.trim()
+      .split('\n'),
+  );
   kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', ...names]);
   check(
-    names.length === 4,
+    names.length === 5,
     `${names.length} CRDs established: ${names.map((n) => n.split('/')[1]).join(', ')}`,
   );
   // The stored-versus-rendered comparisons below can fail: the API server prunes a field the

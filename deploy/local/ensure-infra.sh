@@ -4,7 +4,8 @@
 # Remote addresses: only checks and reports. Silent when everything already answers.
 # A DATABASE_URL with `pgbouncer=true` names a transaction-mode pooler: PostgreSQL itself is then
 # DATABASE_DIRECT_URL, and a local pooler that does not answer is started (PgBouncer, installed
-# when missing; decision 0116). See docs/decisions/0004-local-stack.md.
+# when missing; decision 0116). Also Go and Python for the worker SDKs (ensure-sdk-toolchains.sh).
+# See docs/decisions/0004-local-stack.md.
 set -euo pipefail
 
 DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/pipeline_orchestration}"
@@ -18,6 +19,9 @@ die() { say "$*"; exit 1; }
 have() { command -v "$1" >/dev/null 2>&1; }
 is_root() { [[ "$(id -u)" == 0 ]]; }
 with_timeout() { if have timeout; then timeout "$@"; else shift; "$@"; fi; }
+
+# The Python and Go worker SDKs' toolchains (issue 30): installed when missing, never fatal here.
+bash "$REPO_ROOT/deploy/local/ensure-sdk-toolchains.sh"
 
 # parse_url URL DEFAULT_PORT -> sets U_USER U_PASS U_HOST U_PORT (handles user:pass@, [ipv6]:port, ?query)
 parse_url() {

@@ -1,6 +1,6 @@
 // One SDK worker in its own process, forked by the engine bench (workers.mjs) so the bench
 // driver's event loop is not what limits the run. argv[2] is its JSON configuration
-// ({ apiUrl, workerUrl, apiKey, instanceId, slots, tracing }). It timestamps, exactly where the
+// ({ apiUrl, workerUrl, apiKey, instanceId, slots, tracing, handlerMs }). It timestamps, exactly where the
 // worker sees them, each pull that returned a delivery and each result answered 202
 // (stageId → Date.now(), first occurrence), by wrapping the SDK's own transport (`httpFetch`)
 // in its `fetch` option: the worker runs as users run it, plus a map insert per event.
@@ -8,6 +8,7 @@
 // IPC: → { type: 'ready' } once started; 'collect' → { type: 'times', received, accepted, published, stats };
 // 'stop' → stops gracefully (drains), then → { type: 'stopped', received, accepted, published, stats } and exits.
 import { setMaxListeners } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createWorker, httpFetch } from '../../libs/worker-sdk/dist/index.js';
 
 // Every slot's long-poll listens on the worker's one abort signal: more than 10 slots trip
@@ -59,7 +60,16 @@ const worker = createWorker({
   workerBaseUrl: config.workerUrl,
   apiKey: config.apiKey,
   instanceId: config.instanceId,
-  handlers: { work: async (ctx) => ctx.input },
+  // handlerMs (the fairness bench): each stage holds its slot that long, so a capacity binds;
+  // otherwise the handler is instant.
+  handlers: {
+    work: config.handlerMs
+      ? async (ctx) => {
+          await sleep(config.handlerMs);
+          return ctx.input;
+        }
+      : async (ctx) => ctx.input,
+  },
   concurrency: config.slots,
   waitSeconds: 20,
   fetch: timedFetch,

@@ -29,7 +29,8 @@ function once(child, types) {
 
 /**
  * Starts `count` worker processes sharing `slots` handler slots; resolves once each has
- * bootstrapped. env: extra environment (OTEL_* when tracing).
+ * bootstrapped. env: extra environment (OTEL_* when tracing). handlerMs: each stage's handler
+ * sleeps that long (0: instant).
  */
 export async function startWorkerProcesses({
   cluster,
@@ -38,6 +39,7 @@ export async function startWorkerProcesses({
   tracing = false,
   env = {},
   label = 'bench',
+  handlerMs = 0,
 }) {
   const children = Array.from({ length: count }, (_, i) => {
     const config = {
@@ -47,6 +49,7 @@ export async function startWorkerProcesses({
       instanceId: `bench-${i}`,
       slots: Math.max(1, Math.round(slots / count)),
       tracing,
+      handlerMs,
     };
     const profile = process.env.BENCH_CPU_PROF
       ? [

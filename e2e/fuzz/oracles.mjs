@@ -159,8 +159,9 @@ export function judge(c, res, fx) {
   if (body.length === 0) return findings;
   const text = body.toString('utf8');
   const sent = requestText(c);
-  // A's own pulls carry the real context values (addendum §5.1): the one place the secret may go.
-  const ownPull = c.actor === 'A' && c.op === 'POST /jobs/pull';
+  // A's own deliveries carry the real context values (addendum §5.1): a pull's answer, or a
+  // result's answer with the next delivery (decision 0100). The one place the secret may go.
+  const ownPull = c.actor === 'A' && (c.op === 'POST /jobs/pull' || c.op === 'POST /stages/{stageId}/result');
   if (!ownPull && text.includes(fx.secret))
     findings.push({ oracle: 'secret-leak', detail: "A's sensitive context value in the response" });
   if (text.includes(fx.apps.A.apiKey))

@@ -40,7 +40,8 @@ export class ManagedProcess {
 
   constructor(
     readonly name: string,
-    private readonly script: string,
+    /** A script run by this Node, or a whole command line (another SDK's worker). */
+    private readonly script: string | readonly string[],
     private readonly env: Record<string, string | undefined>,
     readonly port?: number,
     readonly metricsPort?: number,
@@ -69,7 +70,8 @@ export class ManagedProcess {
       ...(this.port ? { PORT: String(this.port) } : {}),
       ...(this.metricsPort !== undefined ? { METRICS_PORT: String(this.metricsPort) } : {}),
     };
-    const child = spawn(process.execPath, [this.script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const [command, ...args] = typeof this.script === 'string' ? [process.execPath, this.script] : this.script;
+    const child = spawn(command!, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => this.lines.push(line));
     }
@@ -78,7 +80,13 @@ export class ManagedProcess {
     return this;
   }
 
-  async waitReady(timeoutMs = 30_000): Promise<void> {
+  /**
+   * Until GET /readyz answers 200. A process that exits fails at once; one that is still starting
+   * gets until the deadline: 100 s, under the e2e hooks' 120 s, since five services importing their
+   * code at once on a loaded two-core box took over 30 s (the deadline before, which failed the
+   * whole file while every service was still coming up).
+   */
+  async waitReady(timeoutMs = 100_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
       if (!this.running) throw new Error(`${this.name} exited before it was ready:\n${this.lines.slice(-20).join('\n')}`);
@@ -89,7 +97,7 @@ export class ManagedProcess {
       }
       await sleep(100);
     }
-    throw new Error(`${this.name} not ready after ${timeoutMs} ms`);
+    throw new Error(`${this.name} not ready after ${timeoutMs} ms:\n${this.lines.slice(-20).join('\n')}`);
   }
 
   /** SIGTERM and wait for the exit code (graceful shutdown). */

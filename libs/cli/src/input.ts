@@ -11,6 +11,28 @@ export function positiveInt(value: string): number {
   return Number(value);
 }
 
+/**
+ * commander option parser for a limit that `none` clears: a positive integer, or `'none'`
+ * (commander turns a parsed null into '', so the word is kept and `noneAsNull` maps it).
+ */
+export function countOrNone(value: string): number | 'none' {
+  return value === 'none' ? value : positiveInt(value);
+}
+
+/** commander option parser for a rate that `none` clears: a number above 0, or `'none'`. */
+export function rateOrNone(value: string): number | 'none' {
+  if (value === 'none') return value;
+  const n = Number(value);
+  if (!/^\d*\.?\d+$/.test(value) || !(n > 0))
+    throw new InvalidArgumentError('must be a number above 0, or none');
+  return n;
+}
+
+/** What `countOrNone` or `rateOrNone` gave, as a request says it: `none` is null. */
+export function noneAsNull<T>(value: T | 'none'): T | null {
+  return value === 'none' ? null : value;
+}
+
 /** commander option parser for page sizes and counts. */
 export function limitValue(value: string): number {
   return positiveInt(value);

@@ -1,5 +1,7 @@
 // The `po` command tree. Built per run with its own output streams so tests can drive it.
 import { Command, Option } from 'commander';
+import { handlersCommand } from './commands/handlers.js';
+import { operationsCommand } from './commands/operations.js';
 import { pipelinesCommand } from './commands/pipelines.js';
 import { schedulesCommand } from './commands/schedules.js';
 import { workersCommand } from './commands/workers.js';
@@ -37,11 +39,15 @@ Examples:
   po pipelines create -f pipeline.yaml --watch
   po -o json pipelines get 42
   po schedules apply -f schedule.yaml
+  po handlers limit payments --max-per-second 5
+  po pipelines rerun --status Failed --name-prefix nightly --since 2h --dry-run
 
 ${EXIT_CODES_HELP}`,
     );
   program.addCommand(copySettings(program, pipelinesCommand(env, setExit)));
   program.addCommand(copySettings(program, schedulesCommand(env)));
+  program.addCommand(copySettings(program, handlersCommand(env)));
+  program.addCommand(copySettings(program, operationsCommand(env)));
   program.addCommand(copySettings(program, workersCommand(env)));
   return program;
 }

@@ -1,5 +1,7 @@
 // Human output: aligned tables and "key  value" blocks. `--output json` bypasses all of this.
 import type {
+  HandlerView,
+  OperationView,
   PipelineResponse,
   PipelineSummary,
   Schedule,
@@ -206,4 +208,68 @@ export function workerEventTable(items: WorkerEventRecord[]): string {
 
 export function logLines(items: StageLog[]): string {
   return items.map((l) => `${time(l.created)}  ${l.logLevel.padEnd(11)}  ${l.message}`).join('\n');
+}
+
+/** A wait in whole units: `45s`, `12m05s`, `3h20m`, `2d04h`. */
+export function waited(seconds: number | null | undefined): string | null {
+  if (seconds === null || seconds === undefined) return null;
+  const s = Math.floor(seconds);
+  const two = (n: number) => String(n).padStart(2, '0');
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${two(Math.floor(s / 60) % 60)}m`;
+  return `${Math.floor(s / 86_400)}d${two(Math.floor(s / 3600) % 24)}h`;
+}
+
+/** `5 at once, 2.5/s`, or `-` without limits. */
+function handlerLimits(h: HandlerView): string | null {
+  const parts = [
+    h.maxConcurrent === null ? null : `${h.maxConcurrent} at once`,
+    h.maxPerSecond === null ? null : `${h.maxPerSecond}/s`,
+  ].filter((p) => p !== null);
+  return parts.length === 0 ? null : parts.join(', ');
+}
+
+export function handlerTable(items: HandlerView[]): string {
+  return table(
+    ['HANDLER', 'PAUSED', 'RUNNING', 'BACKLOG', 'THROTTLED', 'OLDEST WAIT', 'LIMITS'],
+    items.map((h) => [
+      h.name,
+      h.paused ? 'yes' : 'no',
+      h.running,
+      h.backlog,
+      h.throttled,
+      waited(h.oldestWaitingSeconds),
+      handlerLimits(h),
+    ]),
+  );
+}
+
+export function handlerDetails(h: HandlerView): string {
+  return details([
+    ['handler', h.name],
+    ['paused', h.paused ? 'yes' : 'no'],
+    ['max concurrent', h.maxConcurrent ?? 'no limit'],
+    ['max per second', h.maxPerSecond ?? 'no limit'],
+    ['running', h.running],
+    ['backlog', `${h.backlog} (throttled ${h.throttled}, pending ${h.pending})`],
+    ['oldest wait', waited(h.oldestWaitingSeconds)],
+    ['settings', h.configured ? `updated ${time(h.updatedAt) ?? '-'}` : 'defaults (none stored)'],
+  ]);
+}
+
+export function operationDetails(o: OperationView): string {
+  return details([
+    [
+      'operation',
+      `${o.id} (bulk ${o.kind}${o.from ? ` from ${o.from === 'failed' ? 'the failure' : 'the start'}` : ''})`,
+    ],
+    ['status', o.status],
+    ['filter', JSON.stringify(o.filter)],
+    ['progress', `${o.done} done, ${o.failed} failed, of ${o.matched} matched`],
+    ['pace', `at most ${o.maxPerSecond} a second`],
+    ['created', time(o.createdAt) ?? '-'],
+    ['finished', time(o.finishedAt) ?? '-'],
+    ...o.failures.map((f): [string, string] => [`failed ${f.pipelineId}`, f.reason]),
+  ]);
 }

@@ -169,6 +169,31 @@ describe('createClient', () => {
     expect(s.seen[2]!.url.pathname).toBe('/schedules/nightly%20build%2Feu');
   });
 
+  it('handlers: lists items, reads and updates one by its encoded name; null clears a limit', async () => {
+    const view = { name: 'pay/eu', paused: true, maxConcurrent: null, maxPerSecond: 5 };
+    const s = server((req) =>
+      req.url.pathname === '/handlers' ? json({ items: [view] }) : json(view),
+    );
+    const client = createClient({ baseUrl: 'http://api.test', apiKey: 'k', fetch: s.fetch });
+    expect(await client.handlers.list()).toEqual([view]);
+    expect(await client.handlers.get('pay/eu')).toEqual(view);
+    await client.handlers.update('pay/eu', { maxConcurrent: null, maxPerSecond: 5 });
+    await client.handlers.pause('pay/eu');
+    await client.handlers.resume('pay/eu');
+    expect(s.seen.map((r) => `${r.method} ${r.url.pathname}`)).toEqual([
+      'GET /handlers',
+      'GET /handlers/pay%2Feu',
+      'PUT /handlers/pay%2Feu',
+      'PUT /handlers/pay%2Feu',
+      'PUT /handlers/pay%2Feu',
+    ]);
+    expect(s.seen.slice(2).map((r) => JSON.parse(r.body))).toEqual([
+      { maxConcurrent: null, maxPerSecond: 5 },
+      { paused: true },
+      { paused: false },
+    ]);
+  });
+
   it('legacy creation puts the key in the body, as that contract wants', async () => {
     const s = server(() => json({ id: 1 }));
     const client = createClient({ baseUrl: 'http://api.test', apiKey: 'pos_k', fetch: s.fetch });

@@ -13,12 +13,19 @@ import {
   type Sleep,
 } from './retry.js';
 import type {
+  BulkCancelRequest,
+  BulkDryRun,
+  BulkRerunRequest,
+  HandlerSettingsRequest,
+  HandlerView,
   IdempotentPipelineCreateRequest,
   IdempotentPipelineCreateResponse,
   PipelineDefinition,
   PipelineListQuery,
   PipelineResponse,
   PipelineSummary,
+  OperationView,
+  RerunRequest,
   ResumeStageRequest,
   Schedule,
   ScheduleBackfillRequest,
@@ -135,9 +142,28 @@ export function createClient(options: ClientOptions) {
         }),
       ).then((r) => r.stages);
     },
-    /** A new pipeline from a terminal one's definition; `rerunOf` names the original. */
-    rerun(pipelineId: number): Promise<PipelineResponse> {
-      return body(raw.POST('/pipelines/{pipelineId}/rerun', { params: { path: { pipelineId } } }));
+    /**
+     * A new pipeline from a terminal one; `rerunOf` names the original. From the start (default)
+     * or `{ from: 'failed' }`: the stages that Completed are carried over, the rest run.
+     */
+    rerun(pipelineId: number, options: RerunRequest = {}): Promise<PipelineResponse> {
+      return body(
+        raw.POST('/pipelines/{pipelineId}/rerun', {
+          params: { path: { pipelineId } },
+          body: options,
+        }),
+      );
+    },
+    /**
+     * Reruns every pipeline `filter` matches, at most `maxPerSecond` a second, as an operation
+     * (`operations.get`); with `dryRun`, the matched count and a sample instead.
+     */
+    bulkRerun(request: BulkRerunRequest): Promise<OperationView | BulkDryRun> {
+      return body(raw.POST('/pipelines/bulk-rerun', { body: request }));
+    },
+    /** Cancels every pipeline `filter` matches, as an operation; with `dryRun`, the count. */
+    bulkCancel(request: BulkCancelRequest): Promise<OperationView | BulkDryRun> {
+      return body(raw.POST('/pipelines/bulk-cancel', { body: request }));
     },
     stageLogsPage(
       pipelineId: number,
@@ -230,6 +256,40 @@ export function createClient(options: ClientOptions) {
     },
   };
 
+  const handlers = {
+    /** Every handler of the application (settings, live stages or Active workers), by name. */
+    list(): Promise<HandlerView[]> {
+      return body(raw.GET('/handlers')).then((r) => r.items);
+    },
+    get(name: string): Promise<HandlerView> {
+      return body(raw.GET('/handlers/{name}', { params: { path: { name } } }));
+    },
+    /**
+     * PUT /handlers/{name}: creates the settings if none exist; an absent member keeps its value,
+     * `null` clears a limit.
+     */
+    update(name: string, settings: HandlerSettingsRequest): Promise<HandlerView> {
+      return body(raw.PUT('/handlers/{name}', { params: { path: { name } }, body: settings }));
+    },
+    pause(name: string): Promise<HandlerView> {
+      return handlers.update(name, { paused: true });
+    },
+    resume(name: string): Promise<HandlerView> {
+      return handlers.update(name, { paused: false });
+    },
+  };
+
+  const operations = {
+    /** A bulk rerun or cancel and how far it got. */
+    get(id: number): Promise<OperationView> {
+      return body(raw.GET('/operations/{id}', { params: { path: { id } } }));
+    },
+    /** Stops it: no pipeline is started after the answer. */
+    cancel(id: number): Promise<OperationView> {
+      return body(raw.POST('/operations/{id}/cancel', { params: { path: { id } } }));
+    },
+  };
+
   const workers = {
     listPage(query: PageQuery = {}): Promise<Page<WorkerSummary>> {
       return body(raw.GET('/workers', { params: { query: withoutUndefined(query) } }));
@@ -256,6 +316,8 @@ export function createClient(options: ClientOptions) {
     pipelines,
     stages,
     schedules,
+    handlers,
+    operations,
     workers,
     version(): Promise<VersionInfo> {
       return body(raw.GET('/version'));

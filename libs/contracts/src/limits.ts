@@ -15,6 +15,12 @@ export const limits = {
   contextKeyChars: 300,
   contextValueBytes: 65_536,
   traceIdChars: 36,
+  /** StageOptions.concurrencyKey and concurrencyLimit (issue 31). */
+  concurrencyKeyChars: 255,
+  concurrencyLimitMax: 10_000,
+  /** PUT /handlers/{name} maxConcurrent and maxPerSecond (issue 31). */
+  handlerMaxConcurrentMax: 1_000_000,
+  handlerMaxPerSecondMax: 100_000,
   idempotencyKeyChars: 200,
   scheduleNameChars: 200,
   cronExpressionChars: 200,

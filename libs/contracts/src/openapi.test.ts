@@ -229,6 +229,13 @@ describe('coverage of the API', () => {
     'POST /schedules/{name}/archive',
     'POST /schedules/{name}/trigger',
     'POST /schedules/{name}/backfill',
+    'GET /handlers',
+    'GET /handlers/{name}',
+    'PUT /handlers/{name}',
+    'POST /pipelines/bulk-rerun',
+    'POST /pipelines/bulk-cancel',
+    'GET /operations/{id}',
+    'POST /operations/{id}/cancel',
     'POST /workers/bootstrap',
     'POST /workers/heartbeat',
     'POST /workers/events',
@@ -364,6 +371,17 @@ describe('credentials and statuses per api-spec (spot checks)', () => {
     expect(op('post', '/logs').responses['401']).toBeUndefined();
   });
 
+  it('handlers (decision 0132): X-API-Key, an unpaged list, 404 for an unknown handler, PUT upserts with a small body', () => {
+    const list = op('get', '/handlers');
+    expect(list.security).toEqual([{ ApiKey: [] }]);
+    expect(statuses(list)).toEqual(['200', '401', '500']);
+    expect(statuses(op('get', '/handlers/{name}'))).toEqual(['200', '400', '401', '404', '500']);
+    const put = op('put', '/handlers/{name}');
+    expect(put.parameters).toEqual([{ $ref: '#/components/parameters/handlerName' }]);
+    expect(statuses(put)).toEqual(['200', '400', '401', '413', '500']);
+    expect(doc.components.parameters.handlerName?.name).toBe('name');
+  });
+
   it('worker activity: X-API-Key, paging parameters, 404 for a foreign worker', () => {
     const list = op('get', '/workers');
     expect(list.security).toEqual([{ ApiKey: [] }]);
@@ -400,13 +418,18 @@ describe('credentials and statuses per api-spec (spot checks)', () => {
     expect(params.pipelineStatus).toMatchObject({ name: 'status', in: 'query' });
     expect(params.pipelineStatus?.schema).toEqual({
       type: 'array',
-      items: { type: 'string', enum: ['NotStarted', 'Pending', 'Running', 'Paused', 'Completed', 'Failed', 'Cancelled'] },
+      items: {
+        type: 'string',
+        enum: ['NotStarted', 'Pending', 'Running', 'Paused', 'Completed', 'Failed', 'Cancelled'],
+      },
     });
     expect(params.pipelineNamePrefix).toMatchObject({ name: 'name', in: 'query' });
     expect(params.keyword?.schema).toMatchObject({ type: 'array', maxItems: 10 });
     expect(params.createdAfter?.schema).toEqual({ type: 'string', format: 'date-time' });
     expect(statuses(list)).toEqual(['200', '400', '401', '500']);
-    expect(deref<OpenApiResponse>(list.responses['200']!).content?.['application/json']?.schema).toEqual({
+    expect(
+      deref<OpenApiResponse>(list.responses['200']!).content?.['application/json']?.schema,
+    ).toEqual({
       $ref: '#/components/schemas/PipelinePage',
     });
     const rerun = op('post', '/pipelines/{pipelineId}/rerun');

@@ -44,6 +44,12 @@ export interface StageOptions {
   failIfOutputEmpty: boolean;
   notifyOnFailure: boolean;
   runAsUser: string | null;
+  /** Flow control (decision 0132): null when the stage has no key. */
+  concurrencyKey: string | null;
+  /** The key's limit (1 when a key was given without one); null without a key. */
+  concurrencyLimit: number | null;
+  /** The effective priority, 1..5, lower first: the stage's own, else its pipeline's, else 3. */
+  priority: number;
 }
 
 export interface ContextItem {
@@ -66,6 +72,8 @@ export interface StageLog {
   message: string;
   logLevel: string;
   created: string;
+  /** A copy of the original run's log, on a stage carried over by a rerun from the failure. */
+  carriedOver: boolean;
 }
 
 export interface StageResponse {
@@ -104,6 +112,8 @@ export interface StageResponse {
   attemptStartedAt: string | null;
   /** When the current execution ended (result, lease expiry, timeout, cancellation); null while it lasts. */
   attemptEndedAt: string | null;
+  /** The original run's stage this one was carried over from (Completed, not executed again); null otherwise. */
+  carriedOverFrom: number | null;
 }
 
 export interface PipelineResponse {
@@ -182,6 +192,9 @@ export const stageOptionsSchema = response('StageOptions', {
   failIfOutputEmpty: bool(),
   notifyOnFailure: bool(),
   runAsUser: nullable(str()),
+  concurrencyKey: nullable(str({ minLength: 1, maxLength: limits.concurrencyKeyChars })),
+  concurrencyLimit: nullable(int(1, limits.concurrencyLimitMax)),
+  priority: int(1, 5),
 });
 
 export const contextItemSchema = response('ContextItem', {
@@ -203,6 +216,9 @@ export const stageLogSchema = response('StageLog', {
   message: str(),
   logLevel: str({ minLength: 1, maxLength: limits.logLevelChars }),
   created: utcDateTime(),
+  carriedOver: bool(
+    "a copy of the original run's log, on a stage carried over by a rerun from the failure",
+  ),
 });
 
 export const stageResponseSchema = response('StageResponse', {
@@ -250,6 +266,11 @@ export const stageResponseSchema = response('StageResponse', {
   attemptEndedAt: {
     ...nullable(utcDateTime()),
     description: 'when the current execution ended (result, lease expiry, timeout or cancellation); null while it lasts or before it began',
+  },
+  carriedOverFrom: {
+    ...nullable(rid()),
+    description:
+      "the original run's stage this one was carried over from by a rerun from the failure: Completed with that stage's output, timings and logs, never executed in this run; null otherwise",
   },
 });
 

@@ -59,6 +59,9 @@ export interface StageOptionsInput {
   failIfOutputEmpty?: boolean;
   notifyOnFailure?: boolean;
   runAsUser?: string;
+  concurrencyKey?: string;
+  concurrencyLimit?: number;
+  priority?: number;
 }
 
 export interface ContextItemInput {
@@ -112,6 +115,8 @@ export interface PipelineDefinition {
   traceId?: string;
   policies?: JsonObject[];
   stages: StageCreate[];
+  /** 1..5, lower first (default 3): the priority of its stages that set none. */
+  priority?: number;
   pipelineKeywords?: PipelineKeywordInput[];
   pipelineContextItems?: ContextItemInput[];
 }
@@ -161,6 +166,13 @@ export const stageOptionsInputSchema = named('StageOptionsInput', {
   failIfOutputEmpty: bool(),
   notifyOnFailure: bool(),
   runAsUser: str(),
+  concurrencyKey: str({
+    minLength: 1,
+    maxLength: limits.concurrencyKeyChars,
+    description: 'stages of an application with the same key are Pending or Running at most concurrencyLimit at once (decision 0132)',
+  }),
+  concurrencyLimit: int(1, limits.concurrencyLimitMax, 'in-flight stages of the concurrencyKey; default 1; needs a concurrencyKey'),
+  priority: int(1, 5, "1..5, lower first; overrides the pipeline's priority"),
 });
 
 export const contextItemInputSchema = named(
@@ -227,6 +239,7 @@ const definitionProperties: Record<string, JsonSchema> = {
   traceId: str({ maxLength: limits.traceIdChars }),
   policies: policiesSchema,
   stages: arrayOf(ref('StageCreate'), { minItems: 1, maxItems: limits.stagesPerPipeline }),
+  priority: int(1, 5, 'default priority of its stages, 1..5, lower first (default 3)'),
   pipelineKeywords: arrayOf(ref('PipelineKeywordInput'), { maxItems: limits.pipelineKeywords }),
   pipelineContextItems: arrayOf(ref('ContextItemInput'), { maxItems: limits.contextItems }),
 };

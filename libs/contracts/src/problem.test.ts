@@ -23,6 +23,7 @@ describe('problem details (addendum §3)', () => {
       idempotency_conflict: 409,
       pipeline_terminal: 409,
       pipeline_not_terminal: 409,
+      pipeline_not_failed: 409,
       stage_not_waiting: 409,
       decision_conflict: 409,
       schedule_archived: 409,

@@ -13,6 +13,7 @@ export const problemCodes = {
   idempotency_conflict: { status: 409, title: 'Idempotency key conflict' },
   pipeline_terminal: { status: 409, title: 'Pipeline is terminal' },
   pipeline_not_terminal: { status: 409, title: 'Pipeline is not terminal' },
+  pipeline_not_failed: { status: 409, title: 'Pipeline has no failure' },
   stage_not_waiting: { status: 409, title: 'Stage is not waiting for approval' },
   decision_conflict: { status: 409, title: 'Decision conflict' },
   schedule_archived: { status: 409, title: 'Schedule is archived' },

@@ -7,6 +7,7 @@ import { useSession } from './api/context';
 import { useUiConfig } from './api/queries';
 import { SignIn } from './auth/SignIn';
 import classes from './App.module.css';
+import HandlersPage from './pages/HandlersPage';
 import NotFoundPage from './pages/NotFoundPage';
 import OverviewPage from './pages/OverviewPage';
 import PipelinesPage from './pages/PipelinesPage';
@@ -23,6 +24,7 @@ const NAV = [
   { to: '/', label: 'Overview', end: true },
   { to: '/pipelines', label: 'Pipelines', end: false },
   { to: '/schedules', label: 'Schedules', end: false },
+  { to: '/handlers', label: 'Handlers', end: false },
   { to: '/workers', label: 'Workers', end: false },
 ];
 
@@ -87,6 +89,7 @@ export function App() {
               <Route path="pipelines/:id" element={<PipelinePage />} />
               <Route path="schedules" element={<SchedulesPage />} />
               <Route path="schedules/:name" element={<SchedulePage />} />
+              <Route path="handlers" element={<HandlersPage />} />
               <Route path="workers" element={<WorkersPage />} />
               <Route path="*" element={<NotFoundPage />} />
             </Routes>

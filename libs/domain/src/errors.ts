@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'idempotency_conflict'
   | 'pipeline_terminal'
   | 'pipeline_not_terminal'
+  | 'pipeline_not_failed'
   | 'stage_not_waiting'
   | 'decision_conflict'
   | 'schedule_archived'
@@ -76,6 +77,13 @@ export class PipelineTerminal extends DomainError {
 export class PipelineNotTerminal extends DomainError {
   constructor(pipelineId: number, status: string) {
     super('pipeline_not_terminal', `Pipeline ${pipelineId} is ${status}; only a Completed, Failed or Cancelled pipeline can be rerun.`);
+  }
+}
+
+/** A rerun from the failure of a pipeline that has none: it Completed (decision 0133). */
+export class PipelineNotFailed extends DomainError {
+  constructor(pipelineId: number) {
+    super('pipeline_not_failed', `Pipeline ${pipelineId} is Completed: it has no failure to rerun from; rerun it from the start.`);
   }
 }
 

@@ -11,3 +11,4 @@ export * from './execution/index.js';
 export * from './schedules/index.js';
 export * from './retention.js';
 export * from './token-bucket.js';
+export * from './operations.js';

@@ -11,5 +11,6 @@ export * from './steps/cancel.js';
 export * from './steps/resume.js';
 export * from './steps/dispatch.js';
 export * from './steps/create.js';
+export * from './steps/rerun.js';
 export * from './steps/fire.js';
 export * from './steps/fire-ticks.js';

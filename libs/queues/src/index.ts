@@ -42,6 +42,14 @@ export {
 } from './stage-next-fetcher.js';
 export { lostLock } from './fetched-message.js';
 export { readStageNextDepths, type StageNextDepth } from './stage-next-depth.js';
+export { setStageNextPaused, stageNextPausedStates } from './stage-next-pause.js';
+export {
+  createBacklogStats,
+  toJobCounts,
+  type BacklogSample,
+  type BacklogStats,
+  type QueueJobCounts,
+} from './queue-backlog.js';
 export {
   createStageNextQueueStats,
   type StageNextQueueSample,

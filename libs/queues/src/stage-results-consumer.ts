@@ -1,4 +1,4 @@
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import { isCluster, type RedisConnection } from './connection.js';
 import {
   RESULT_GROUP_JOB,
@@ -35,6 +35,34 @@ export interface StageResultsConsumerOptions {
    * publish to during a rolling upgrade. Never on a cluster: its keys span slots.
    */
   legacy?: boolean;
+}
+
+/**
+ * BullMQ's Worker asks for another job (its `moveToActive` script) after each one it is woken for,
+ * and that script finding the queue empty is how it learns to block again: under a steady trickle of
+ * groups that empty call cost Redis as much as the group's own fetch. Two counts answer the same
+ * question for a fraction of the work: nothing waiting and nothing delayed (a due delayed job needs
+ * the script, which promotes it) means drained. Results use neither priorities nor pauses, the
+ * script's other sources. A job added after the counts leaves BullMQ's marker, which ends the
+ * worker's next blocking wait at once.
+ */
+class ResultsWorker extends Worker {
+  constructor(
+    name: string,
+    processor: Processor,
+    opts: WorkerOptions,
+    private readonly redis: RedisConnection,
+  ) {
+    super(name, processor, opts);
+  }
+
+  protected override async moveToActive(token: string, name?: string): Promise<Job> {
+    const answers = await this.redis.pipeline().llen(this.toKey('wait')).zcard(this.toKey('delayed')).exec();
+    // Unsure (an error) is not empty: the script decides.
+    const empty = answers?.length === 2 && answers.every(([err, count]) => err === null && count === 0);
+    if (empty) return this.nextJobFromJobData();
+    return super.moveToActive(token, name);
+  }
 }
 
 /** One BullMQ worker per results queue (every shard, and the 0.5 queue unless on a cluster). */
@@ -146,7 +174,7 @@ export function createStageResultsConsumer(
   return stageResultsQueues({
     legacy: options.legacy ?? !isCluster(connection),
   }).map((name) => {
-    const worker = new Worker(name, process, {
+    const worker = new ResultsWorker(name, process, {
       connection,
       prefix,
       concurrency: options.concurrency ?? 64,
@@ -157,7 +185,7 @@ export function createStageResultsConsumer(
       lockDuration: 10_000,
       stalledInterval: 5_000,
       settings: { backoffStrategy: options.retryDelay ?? resultRetryDelay },
-    });
+    }, connection);
     worker.on(
       'closed',
       () =>

@@ -42,6 +42,11 @@ export interface StageResultsProducerOptions {
   /** Replicas that must hold a result before publish resolves (REDIS_MIN_REPLICAS_ACK); 0: the primary's reply is enough. */
   minReplicasAck?: number;
   replicaAckTimeoutMs?: number;
+  /**
+   * How long a commit that follows another waits for more results to join it (RESULTS_COMMIT_LINGER_MS):
+   * only under load, when results queued while a commit was under way. 0: at once.
+   */
+  commitLingerMs?: number;
 }
 
 /** The most results, and about the most bytes, one group carries. */
@@ -84,6 +89,7 @@ export function createStageResultsProducer(
   };
   const minReplicas = options.minReplicasAck ?? 0;
   const replicaTimeout = options.replicaAckTimeoutMs ?? 1000;
+  const lingerMs = options.commitLingerMs ?? 0;
 
   const commit = async (name: string, messages: StageResultMessage[]) => {
     const queue = queueOf(name);
@@ -120,8 +126,14 @@ export function createStageResultsProducer(
   const pendingOf = new Map<string, { queued: Pending[]; committing: boolean }>();
   const drain = async (name: string, shard: { queued: Pending[]; committing: boolean }) => {
     shard.committing = true;
+    let committed = false;
     try {
       while (shard.queued.length > 0) {
+        // Results queued behind a commit mean load: a moment more makes their group bigger, and
+        // each group costs Redis the same whatever it carries (decision 0125). Idle, a result goes at once.
+        if (lingerMs > 0 && committed && shard.queued.length < GROUP_MAX_RESULTS)
+          await new Promise((resolve) => setTimeout(resolve, lingerMs));
+        committed = true;
         let bytes = 0;
         let n = 0;
         while (

@@ -1,29 +1,20 @@
-// vitest globalSetup: makes sure the template database `po_test_template` holds the current
-// migrations. It is rebuilt only when the migrations folder changed (its hash is stored as the
-// database COMMENT), and it is left with connections disabled so that cloning never finds it busy.
+// vitest globalSetup: makes sure the template database of the current migrations exists
+// (TEST_TEMPLATE_DATABASE, named by their hash). It is built only when missing or unfinished (the
+// hash is stored as the database COMMENT last), and it is left with connections disabled so that
+// cloning never finds it busy. Templates of other migrations are left to their own runs; only the
+// oldest beyond KEEP_TEMPLATES are dropped.
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { TEST_DATABASE_ADMIN_URL, TEST_TEMPLATE_DATABASE, databaseUrl, quoteIdent } from './config.js';
+import { MIGRATIONS_HASH, TEST_DATABASE_ADMIN_URL, TEST_TEMPLATE_DATABASE, databaseUrl, quoteIdent } from './config.js';
 
 const dbRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'db');
-const migrationsDir = join(dbRoot, 'prisma', 'migrations');
 const migrateScript = join(dbRoot, 'scripts', 'migrate.mjs');
 /** Serialises concurrent test runs (several vitest processes on one server) while they check the template. */
 const LOCK_KEY = 7_210_431_001;
-
-async function migrationsHash(): Promise<string> {
-  const hash = createHash('sha256');
-  const files = (await readdir(migrationsDir, { recursive: true, withFileTypes: true }))
-    .filter((e) => e.isFile())
-    .map((e) => relative(migrationsDir, join(e.parentPath, e.name)))
-    .sort();
-  for (const file of files) hash.update(`${file}\0`).update(await readFile(join(migrationsDir, file))).update('\0');
-  return hash.digest('hex');
-}
+/** Templates of other migrations kept on the server (the newest), for runs of other checkouts. */
+const KEEP_TEMPLATES = 4;
 
 function deploy(url: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -44,7 +35,7 @@ function deploy(url: string): Promise<void> {
 }
 
 export default async function globalSetup(): Promise<void> {
-  const expected = `migrations:${await migrationsHash()}`;
+  const expected = `migrations:${MIGRATIONS_HASH}`;
   const admin = new pg.Client({ connectionString: TEST_DATABASE_ADMIN_URL });
   await admin.connect();
   try {
@@ -63,6 +54,13 @@ export default async function globalSetup(): Promise<void> {
     }
     await admin.query(`ALTER DATABASE ${template} WITH ALLOW_CONNECTIONS false`);
     await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [TEST_TEMPLATE_DATABASE]);
+    // Other checkouts' templates (and the one shared name of before), oldest first beyond the newest few.
+    const { rows: stale } = await admin.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname ~ '^po_test_template(_[0-9a-f]{12})?$' AND datname <> $1
+       ORDER BY oid DESC OFFSET $2`,
+      [TEST_TEMPLATE_DATABASE, KEEP_TEMPLATES],
+    );
+    for (const { datname } of stale) await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(datname)} WITH (FORCE)`);
   } finally {
     await admin.end();
   }

@@ -1,6 +1,8 @@
 import { conditionalGet, createHttpApp, healthRouter, type ApiKeyResolver, type ReadinessCheck } from '@po/http';
 import type { ApiGatewayConfig } from './config.js';
 import type { Deps } from './deps.js';
+import { handlerRoutes } from './http/handlers/routes.js';
+import { operationRoutes } from './http/operations/routes.js';
 import { pipelineRoutes } from './http/pipelines/routes.js';
 import { scheduleRoutes } from './http/schedules/routes.js';
 import { stageRoutes } from './http/stages/routes.js';
@@ -35,6 +37,8 @@ export function buildApp(
       pipelineRoutes(deps, resolveKey, config.maxBodyBytes),
       stageRoutes(deps, resolveKey, config.maxBodyBytes),
       scheduleRoutes(deps, resolveKey, config.maxBodyBytes),
+      handlerRoutes(deps, resolveKey, config.maxBodyBytes),
+      operationRoutes(deps, resolveKey, config.maxBodyBytes),
       systemRoutes(deps, config.build, config.maxBodyBytes, config.logsAnonLimit),
       workerActivityRoutes(deps, resolveKey),
       dashboardApiRoutes(deps, resolveKey),

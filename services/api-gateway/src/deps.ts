@@ -21,6 +21,8 @@ export interface Deps {
   cursors: () => Promise<CursorSigner>;
   /** Depth of the named StageNext queues, in the order given (GET /overview). */
   queueDepths: (queues: readonly string[]) => Promise<StageNextDepth[]>;
+  /** Pauses or resumes the named StageNext queue in Redis (PUT /handlers/{name}; decision 0132). */
+  setQueuePaused: (queue: string, paused: boolean) => Promise<void>;
 }
 
 /**

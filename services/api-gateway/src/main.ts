@@ -10,6 +10,7 @@ import {
   createStageNextQueueStats,
   pingRedis,
   readStageNextDepths,
+  setStageNextPaused,
 } from '@po/queues';
 import { createLogger, observeDatabasePool, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
@@ -46,6 +47,7 @@ const app = buildApp(
     cancelTimeoutSeconds: config.cancelTimeoutSeconds,
     cursors,
     queueDepths: (queues) => readStageNextDepths(redis, config.queuePrefix, queues),
+    setQueuePaused: (queue, paused) => setStageNextPaused(redis, config.queuePrefix, queue, paused),
   },
   config,
   { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) },

@@ -8,6 +8,8 @@ export interface PipelineServiceConfig extends CommonConfig {
   maxActiveStages: number;
   sweepIntervalMs: number;
   lostMessageAfterSeconds: number;
+  /** How often the bulk operation runner looks for work (decision 0133). */
+  operationsTickMs: number;
   retention: RetentionOptions;
 }
 
@@ -23,6 +25,7 @@ export function parseConfig(env: Record<string, string | undefined>): PipelineSe
     maxActiveStages: read.int('APP_MAX_ACTIVE_STAGES', 0, { min: 0 }),
     sweepIntervalMs: read.int('DISPATCH_SWEEP_INTERVAL_MS', 500, { min: 50, max: 1000 }),
     lostMessageAfterSeconds: read.int('DISPATCH_LOST_MESSAGE_AFTER_SECONDS', 30, { min: 1, max: 86_400 }),
+    operationsTickMs: read.int('OPERATIONS_TICK_MS', 100, { min: 10, max: 10_000 }),
     retention: {
       days: {
         pipelines: read.int('RETENTION_PIPELINES_DAYS', 30, DAYS),

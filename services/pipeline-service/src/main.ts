@@ -4,6 +4,7 @@ import { createDb, poolSample } from '@po/db';
 import { Engine, createPassRunner } from '@po/engine';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import {
+  createBacklogStats,
   createPipelineEventsConsumer,
   createPipelineEventsProducer,
   createRedis,
@@ -11,14 +12,17 @@ import {
   createStageNextQueueStats,
   createStageResultsProducer,
   pingRedis,
+  setStageNextPaused,
+  stageNextPausedStates,
 } from '@po/queues';
-import { createLogger, observeDatabasePool, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
+import { createLogger, observeDatabasePool, observeInternalQueues, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import type { DispatcherDeps } from './dispatcher/deps.js';
 import { createRedisLossDetector } from './dispatcher/redis-loss.js';
 import { startSweeper } from './dispatcher/sweeper.js';
 import { createEventHandler } from './events/handle-event.js';
+import { startOperationRunner } from './operations/runner.js';
 import { startRetention } from './retention/cleanup.js';
 
 const BATCH_CONCURRENCY = 2;
@@ -33,24 +37,43 @@ const producerRedis = createRedis(config.redis, 'producer');
 // GET /metrics reads depth and oldest age of the StageNext queues this process published to recently.
 const queueStats = createStageNextQueueStats(producerRedis, config.queuePrefix);
 observeStageNextQueues(() => queueStats.read());
+// And the backlog of the results shards and pipeline-events, a fixed set of nine queues: reported
+// by this service alone (its replicas all report the same numbers), not by every sampler.
+const backlog = createBacklogStats(producerRedis, config.queuePrefix);
+observeInternalQueues(() => backlog.read());
 
 const publisher = createStageNextPublisher(producerRedis, config.queuePrefix, { onPublished: (queue) => queueStats.note(queue) });
 const events = createPipelineEventsProducer(producerRedis, config.queuePrefix);
 const results = createStageResultsProducer(producerRedis, config.queuePrefix);
 const engine = new Engine({ db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages });
-const deps: DispatcherDeps = { db, engine, publisher, results, logger, redisLoss: createRedisLossDetector(producerRedis, config.queuePrefix) };
+const deps: DispatcherDeps = {
+  db,
+  engine,
+  publisher,
+  results,
+  logger,
+  redisLoss: createRedisLossDetector(producerRedis, config.queuePrefix),
+  queuePauses: {
+    states: (queues) => stageNextPausedStates(producerRedis, config.queuePrefix, queues),
+    set: (queue, paused) => setStageNextPaused(producerRedis, config.queuePrefix, queue, paused),
+  },
+};
 const passes = createPassRunner(engine, { maxBatch: config.batchSize, maxConcurrent: BATCH_CONCURRENCY });
 const consumers = createPipelineEventsConsumer(consumerRedis, config.queuePrefix, createEventHandler(passes, logger), {
   concurrency: config.eventConcurrency,
 });
-for (const consumer of consumers) consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'pipeline event failed'));
+for (const consumer of consumers) {
+  consumer.on('failed', (job, err) => logger.warn({ err, jobId: job?.id }, 'pipeline event failed'));
+  // Without a listener BullMQ prints its connection errors (a Redis outage) as raw stacks.
+  consumer.on('error', (err) => logger.warn({ err }, 'pipeline event consumer: Redis error'));
+}
 const sweeper = startSweeper(deps, {
   intervalMs: config.sweepIntervalMs,
   eventGraceMs: 1000,
-  throttling: config.maxActiveStages > 0,
   lostMessageAfterSeconds: config.lostMessageAfterSeconds,
 });
 const retention = startRetention({ db, logger, clock: () => new Date() }, config.retention);
+const operations = startOperationRunner({ db, logger, pass: (pipelineId) => passes.submit({ pipelineId }) }, { tickMs: config.operationsTickMs });
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
@@ -61,9 +84,10 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['event consumers', async () => Promise.all(consumers.map((c) => c.close()))],
   ['sweeper', () => sweeper.stop()],
+  ['bulk operations', () => operations.stop()],
   ['retention', () => retention.stop()],
   ['passes', () => passes.drain()],
-  ['producers', async () => Promise.all([publisher.close(), events.close(), results.close(), queueStats.close()])],
+  ['producers', async () => Promise.all([publisher.close(), events.close(), results.close(), queueStats.close(), backlog.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
   ['metrics server', () => metrics.close()],

@@ -2,8 +2,15 @@ import './instrument.js';
 import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { createDb, poolSample } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
-import { createPipelineEventsProducer, createRedis, createStageNextPublisher, createStageResultDeadLetters, pingRedis } from '@po/queues';
-import { createLogger, observeDatabasePool, observeResultDeadLetters, shutdownTracing } from '@po/telemetry';
+import {
+  createPipelineEventsProducer,
+  createRedis,
+  createStageNextPublisher,
+  createStageNextQueueStats,
+  createStageResultDeadLetters,
+  pingRedis,
+} from '@po/queues';
+import { createLogger, observeDatabasePool, observeResultDeadLetters, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { createResultApplier } from './consumer/apply-result.js';
@@ -17,7 +24,11 @@ observeDatabasePool(() => poolSample(db));
 const consumerRedis = createRedis(config.redis, 'worker');
 const producerRedis = createRedis(config.redis, 'producer');
 
-const publisher = createStageNextPublisher(producerRedis, config.queuePrefix);
+// The stages after a pipeline's first are published here, and only here: without this sampler a
+// handler that never runs first would have no backlog gauge to alert or autoscale on (decision 0129).
+const queueStats = createStageNextQueueStats(producerRedis, config.queuePrefix);
+observeStageNextQueues(() => queueStats.read());
+const publisher = createStageNextPublisher(producerRedis, config.queuePrefix, { onPublished: (queue) => queueStats.note(queue) });
 const events = createPipelineEventsProducer(producerRedis, config.queuePrefix);
 const applier = createResultApplier(
   { db, publisher, events, logger, random: Math.random, maxActiveStages: config.maxActiveStages },
@@ -36,7 +47,7 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['http server', () => server.close()],
   ['result consumers', async () => Promise.all(consumers.map((c) => c.close()))],
   ['batches', () => applier.drain()],
-  ['producers', async () => Promise.all([publisher.close(), events.close(), deadLetters.close()])],
+  ['producers', async () => Promise.all([publisher.close(), events.close(), deadLetters.close(), queueStats.close()])],
   ['redis', async () => Promise.all([consumerRedis.quit(), producerRedis.quit()])],
   ['postgres', () => db.$disconnect()],
   ['metrics server', () => metrics.close()],

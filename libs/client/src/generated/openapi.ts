@@ -137,7 +137,7 @@ export type paths = {
     put?: never;
     /**
      * Rerun a finished pipeline
-     * @description Creates a new pipeline from the definition the pipeline was created with: its name, policies, keywords, the stages it was created with (not those appended later) with their inputs and options, and the context items that no stage result changed or removed; sensitive values are carried over inside the service and shown redacted, like every sensitive value. The new pipeline has a new traceId (the request’s), no idempotency key and no schedule; its `rerunOf` names the original, whose `reruns` then lists it. A request body, if any, is ignored.
+     * @description Creates a new pipeline from a finished one. From the start (`from` absent or `start`): the definition the pipeline was created with: its name, policies, keywords, the stages it was created with (not those appended later) with their inputs and options, and the context items that no stage result changed or removed. From the failure (`from: failed`, a Failed or Cancelled pipeline): every stage, appended ones too, and the context as the run left it; each stage that Completed in the original is carried over — Completed with its output, timings and logs (marked `carriedOver`), `carriedOverFrom` naming the original stage, never delivered to a worker — and every other stage runs, reading what the carried-over stages wrote. Sensitive values are carried over inside the service and shown redacted, like every sensitive value. The new pipeline has a new traceId (the request’s), no idempotency key and no schedule; its `rerunOf` names the original, whose `reruns` then lists it. The original stays as it was.
      */
     post: operations['rerunPipeline'];
     delete?: never;
@@ -177,6 +177,83 @@ export type paths = {
     put?: never;
     /** Approve or reject a stage that waits for approval */
     post: operations['resumeStage'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/pipelines/bulk-rerun': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rerun every pipeline a filter matches
+     * @description The filter (the fields of GET /pipelines) is matched once, now: those pipelines are the operation’s, and pipeline-service reruns them one by one in id order at most `maxPerSecond` a second, each as POST /pipelines/{pipelineId}/rerun with `from` would (default `failed`: carry over what Completed). A pipeline that cannot be rerun (not finished, or Completed for `failed`) is counted failed with its reason; the rest go on. With `dryRun` nothing changes: the answer is the matched count and a sample. One rerun operation per application at a time.
+     */
+    post: operations['bulkRerunPipelines'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/pipelines/bulk-cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel every pipeline a filter matches
+     * @description As bulk-rerun, each matched pipeline cancelled as POST /pipelines/{pipelineId}/cancel would; one already finished is counted failed. One cancel operation per application at a time.
+     */
+    post: operations['bulkCancelPipelines'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/operations/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a bulk operation */
+    get: operations['getOperation'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/operations/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Stop a bulk operation
+     * @description No pipeline is started after the answer; those already rerun or cancelled stay so.
+     */
+    post: operations['cancelOperation'];
     delete?: never;
     options?: never;
     head?: never;
@@ -329,6 +406,47 @@ export type paths = {
      * @description One run with trigger Backfill per tick of the schedule in [from, to): Cron ticks in the schedule time zone with the DST rules of planning, Interval and @every ticks anchor + k × interval for every integer k, a Once schedule its runAt. No jitter; the pipelines are created now. Overlap applies tick by tick, oldest first, with `overlapPolicy` or else the schedule's. Idempotent per tick: a tick that already has a Backfill run gets no second one, so repeating a request creates nothing. At most 1000 ticks per request. The schedule's own ticks and nextRunAt are untouched; Paused schedules are allowed.
      */
     post: operations['backfillSchedule'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/handlers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the handlers of the application
+     * @description Every handler with stored settings, with Throttled, Pending or Running stages, or registered by an Active worker, by name. Each shows its settings and its stages now: backlog, running, oldest wait.
+     */
+    get: operations['listHandlers'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/handlers/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a handler */
+    get: operations['getHandler'];
+    /**
+     * Pause, resume or limit a handler
+     * @description Creates the settings when none exist (before any stage names the handler); an absent member keeps its value, null clears a limit. A pause stops new dispatches and pauses the handler queue; running stages finish. Loosening (resume, a limit raised or cleared) admits waiting stages at once.
+     */
+    put: operations['updateHandler'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -728,6 +846,51 @@ export type components = {
       heartbeatIntervalSeconds: number;
       messageBroker: components['schemas']['MessageBrokerInfo'];
     };
+    /** BulkCancelRequest */
+    BulkCancelRequest: {
+      filter: components['schemas']['BulkFilter'];
+      /** @description answer the matched count and a sample, and change nothing */
+      dryRun?: boolean;
+      /** @description pipelines a second at most (default 50) */
+      maxPerSecond?: number;
+    };
+    /** BulkDryRun */
+    BulkDryRun: {
+      matched: number;
+      /** @description the first 20 matched pipeline ids, ascending */
+      sample: number[];
+    };
+    /**
+     * BulkFilter
+     * @description the fields of GET /pipelines' filters; at least one must be given
+     */
+    BulkFilter: {
+      /** @description any of these pipeline statuses, as `status` of GET /pipelines */
+      status?: string[];
+      /** @description a case-insensitive prefix of the name, as `name` of GET /pipelines */
+      name?: string;
+      /** @description every one must match: `KEY` or `KEY=VALUE`, as `keyword` of GET /pipelines */
+      keyword?: string[];
+      scheduleName?: string;
+      /** @description RFC 3339 date-time, inclusive */
+      createdAfter?: string;
+      /** @description RFC 3339 date-time, exclusive */
+      createdBefore?: string;
+      stageHandlerName?: string;
+    };
+    /** BulkRerunRequest */
+    BulkRerunRequest: {
+      filter: components['schemas']['BulkFilter'];
+      /** @description answer the matched count and a sample, and change nothing */
+      dryRun?: boolean;
+      /** @description pipelines a second at most (default 50) */
+      maxPerSecond?: number;
+      /**
+       * @description `failed` (default): carry over what Completed; `start`: run every stage again
+       * @enum {string}
+       */
+      from?: 'start' | 'failed';
+    };
     /** ContextItem */
     ContextItem: {
       key: string;
@@ -788,6 +951,48 @@ export type components = {
       items: components['schemas']['FleetWorkerEvent'][];
       nextCursor: string | null;
     };
+    /**
+     * HandlerList
+     * @description handlers with settings, with Throttled, Pending or Running stages, or registered by an Active worker; by name
+     */
+    HandlerList: {
+      items: components['schemas']['HandlerView'][];
+    };
+    /**
+     * HandlerSettingsRequest
+     * @description absent members keep their stored values (new settings: not paused, no limits)
+     */
+    HandlerSettingsRequest: {
+      /** @description a paused handler gets no new deliveries; its running stages finish */
+      paused?: boolean;
+      /** @description most Pending + Running stages of the handler at once; null: no limit */
+      maxConcurrent?: number | null;
+      /** @description most dispatches per second (a token bucket of one second of burst); null: no limit */
+      maxPerSecond?: number | null;
+    };
+    /**
+     * HandlerView
+     * @description a handler of the application: its settings and its stages now
+     */
+    HandlerView: {
+      name: string;
+      paused: boolean;
+      maxConcurrent: number | null;
+      maxPerSecond: number | null;
+      /** @description settings are stored for the handler (PUT); false: the defaults */
+      configured: boolean;
+      /** @description waiting stages: throttled + pending */
+      backlog: number;
+      /** @description stages held back by a limit, a pause or a concurrency key */
+      throttled: number;
+      /** @description stages dispatched to the handler queue, not yet leased */
+      pending: number;
+      running: number;
+      /** @description age of the oldest waiting stage, by the database clock: a Throttled stage since it was created, a Pending one since it was dispatched; null when none waits */
+      oldestWaitingSeconds: number | null;
+      /** Format: date-time */
+      updatedAt: string | null;
+    };
     /** HeartbeatRequest */
     HeartbeatRequest: {
       workerId: string;
@@ -801,6 +1006,8 @@ export type components = {
       traceId?: string;
       policies?: Record<string, unknown>[];
       stages: components['schemas']['StageCreate'][];
+      /** @description default priority of its stages, 1..5, lower first (default 3) */
+      priority?: number;
       pipelineKeywords?: components['schemas']['PipelineKeywordInput'][];
       pipelineContextItems?: components['schemas']['ContextItemInput'][];
       idempotencyKey: string;
@@ -819,6 +1026,8 @@ export type components = {
       traceId?: string;
       policies?: Record<string, unknown>[];
       stages: components['schemas']['StageCreate'][];
+      /** @description default priority of its stages, 1..5, lower first (default 3) */
+      priority?: number;
       pipelineKeywords?: components['schemas']['PipelineKeywordInput'][];
       pipelineContextItems?: components['schemas']['ContextItemInput'][];
     };
@@ -852,6 +1061,34 @@ export type components = {
     MessageBrokerInfo: {
       enabled: boolean;
       connectionString: string | null;
+    };
+    /**
+     * OperationView
+     * @description a bulk rerun or cancel and how far it got
+     */
+    OperationView: {
+      id: number;
+      /** @enum {string} */
+      kind: 'rerun' | 'cancel';
+      /** @enum {string} */
+      status: 'Running' | 'Succeeded' | 'Cancelled' | 'Failed';
+      filter: components['schemas']['BulkFilter'];
+      /** @enum {string|null} */
+      from: 'start' | 'failed' | null;
+      maxPerSecond: number;
+      /** @description pipelines the filter matched when the operation was created */
+      matched: number;
+      done: number;
+      failed: number;
+      /** @description the first 100 pipelines that could not be rerun or cancelled, by id, with why */
+      failures: {
+        pipelineId: number;
+        reason: string;
+      }[];
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      finishedAt: string | null;
     };
     /**
      * Overview
@@ -909,6 +1146,8 @@ export type components = {
       traceId?: string;
       policies?: Record<string, unknown>[];
       stages: components['schemas']['StageCreate'][];
+      /** @description default priority of its stages, 1..5, lower first (default 3) */
+      priority?: number;
       pipelineKeywords?: components['schemas']['PipelineKeywordInput'][];
       pipelineContextItems?: components['schemas']['ContextItemInput'][];
     };
@@ -1012,6 +1251,7 @@ export type components = {
         | 'idempotency_conflict'
         | 'pipeline_terminal'
         | 'pipeline_not_terminal'
+        | 'pipeline_not_failed'
         | 'stage_not_waiting'
         | 'decision_conflict'
         | 'schedule_archived'
@@ -1061,6 +1301,17 @@ export type components = {
       /** @description app_{applicationId}_{handler}_StageNext */
       queue: string;
       lease?: components['schemas']['PullLeaseRequest'];
+    };
+    /**
+     * RerunRequest
+     * @description absent or empty: a rerun from the start
+     */
+    RerunRequest: {
+      /**
+       * @description `start` (default): run every stage again; `failed`: carry over the stages that Completed, with their outputs, timings and logs, and run the rest
+       * @enum {string}
+       */
+      from?: 'start' | 'failed';
     };
     /** ResultContextItem */
     ResultContextItem: {
@@ -1336,6 +1587,8 @@ export type components = {
       logLevel: string;
       /** Format: date-time */
       created: string;
+      /** @description a copy of the original run's log, on a stage carried over by a rerun from the failure */
+      carriedOver: boolean;
     };
     /**
      * StageLogPage
@@ -1379,6 +1632,9 @@ export type components = {
       failIfOutputEmpty: boolean;
       notifyOnFailure: boolean;
       runAsUser: string | null;
+      concurrencyKey: string | null;
+      concurrencyLimit: number | null;
+      priority: number;
     };
     /** StageOptionsInput */
     StageOptionsInput: {
@@ -1405,6 +1661,12 @@ export type components = {
       failIfOutputEmpty?: boolean;
       notifyOnFailure?: boolean;
       runAsUser?: string;
+      /** @description stages of an application with the same key are Pending or Running at most concurrencyLimit at once (decision 0132) */
+      concurrencyKey?: string;
+      /** @description in-flight stages of the concurrencyKey; default 1; needs a concurrencyKey */
+      concurrencyLimit?: number;
+      /** @description 1..5, lower first; overrides the pipeline's priority */
+      priority?: number;
     };
     /** StageResponse */
     StageResponse: {
@@ -1466,6 +1728,8 @@ export type components = {
        * @description when the current execution ended (result, lease expiry, timeout or cancellation); null while it lasts or before it began
        */
       attemptEndedAt: string | null;
+      /** @description the original run's stage this one was carried over from by a rerun from the failure: Completed with that stage's output, timings and logs, never executed in this run; null otherwise */
+      carriedOverFrom: number | null;
     };
     /** StageResultAccepted */
     StageResultAccepted: {
@@ -1556,6 +1820,8 @@ export type components = {
       traceId?: string;
       policies?: Record<string, unknown>[];
       stages: components['schemas']['StoredStageCreate'][];
+      /** @description default priority of its stages, 1..5, lower first (default 3) */
+      priority?: number;
       pipelineKeywords?: components['schemas']['StoredPipelineKeyword'][];
       pipelineContextItems?: components['schemas']['StoredContextItem'][];
     };
@@ -1602,6 +1868,12 @@ export type components = {
       failIfOutputEmpty?: boolean;
       notifyOnFailure?: boolean;
       runAsUser?: string;
+      /** @description stages of an application with the same key are Pending or Running at most concurrencyLimit at once (decision 0132) */
+      concurrencyKey?: string;
+      /** @description in-flight stages of the concurrencyKey; default 1; needs a concurrencyKey */
+      concurrencyLimit?: number;
+      /** @description 1..5, lower first; overrides the pipeline's priority */
+      priority?: number;
     };
     /** VersionInfo */
     VersionInfo: {
@@ -1841,6 +2113,10 @@ export type components = {
     createdBefore: string;
     /** @description only pipelines with a stage of exactly this handler */
     stageHandlerName: string;
+    /** @description operation id (POST /pipelines/bulk-rerun or bulk-cancel): digits without leading zeros */
+    operationId: number;
+    /** @description handler name (URL-encoded), as stages name it (`stageHandlerName`): 1..300 characters, matched exactly */
+    handlerName: string;
   };
   requestBodies: never;
   headers: {
@@ -2123,7 +2399,12 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    /** @description optional: no body, or an empty one, reruns from the start */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RerunRequest'];
+      };
+    };
     responses: {
       /** @description the new pipeline */
       201: {
@@ -2134,15 +2415,15 @@ export interface operations {
           'application/json': components['schemas']['PipelineResponse'];
         };
       };
-      /** @description invalid `pipelineId` */
+      /** @description invalid `pipelineId` or body */
       400: components['responses']['BadRequest'];
       /** @description missing or invalid X-API-Key */
       401: components['responses']['Unauthorized'];
       /** @description no such pipeline in this application */
       404: components['responses']['NotFound'];
-      /** @description `pipeline_not_terminal`: the pipeline is not Completed, Failed or Cancelled yet */
+      /** @description `pipeline_not_terminal`: the pipeline is not Completed, Failed or Cancelled yet; `pipeline_not_failed`: a rerun from the failure of a Completed pipeline */
       409: components['responses']['Conflict'];
-      /** @description the (ignored) body is over 65536 bytes */
+      /** @description the body is over 65536 bytes */
       413: components['responses']['PayloadTooLarge'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];
@@ -2220,6 +2501,156 @@ export interface operations {
       409: components['responses']['Conflict'];
       /** @description the body is over 65536 bytes */
       413: components['responses']['PayloadTooLarge'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  bulkRerunPipelines: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['BulkRerunRequest'];
+      };
+    };
+    responses: {
+      /** @description dryRun: what would be matched */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BulkDryRun'];
+        };
+      };
+      /** @description the operation, Running; GET /operations/{id} follows it */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OperationView'];
+        };
+      };
+      /** @description validation, with per-field messages (an empty filter, a filter matching more than 100,000 pipelines) */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description `conflict`: an operation of this kind is already running for the application (its id in the detail) */
+      409: components['responses']['Conflict'];
+      /** @description the body is over 65536 bytes */
+      413: components['responses']['PayloadTooLarge'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  bulkCancelPipelines: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['BulkCancelRequest'];
+      };
+    };
+    responses: {
+      /** @description dryRun: what would be matched */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BulkDryRun'];
+        };
+      };
+      /** @description the operation, Running */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OperationView'];
+        };
+      };
+      /** @description validation, with per-field messages (an empty filter, a filter matching more than 100,000 pipelines) */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description `conflict`: an operation of this kind is already running for the application (its id in the detail) */
+      409: components['responses']['Conflict'];
+      /** @description the body is over 65536 bytes */
+      413: components['responses']['PayloadTooLarge'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  getOperation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description operation id (POST /pipelines/bulk-rerun or bulk-cancel): digits without leading zeros */
+        id: components['parameters']['operationId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the operation */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OperationView'];
+        };
+      };
+      /** @description invalid `id` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description no such operation in this application */
+      404: components['responses']['NotFound'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  cancelOperation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description operation id (POST /pipelines/bulk-rerun or bulk-cancel): digits without leading zeros */
+        id: components['parameters']['operationId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the operation, Cancelled */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OperationView'];
+        };
+      };
+      /** @description invalid `id` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description no such operation in this application */
+      404: components['responses']['NotFound'];
+      /** @description `conflict`: the operation already ended */
+      409: components['responses']['Conflict'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];
     };
@@ -2539,6 +2970,96 @@ export interface operations {
       /** @description `schedule_archived`: the schedule is archived */
       409: components['responses']['Conflict'];
       /** @description the body is over 525312 bytes */
+      413: components['responses']['PayloadTooLarge'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  listHandlers: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the handlers */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HandlerList'];
+        };
+      };
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  getHandler: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description handler name (URL-encoded), as stages name it (`stageHandlerName`): 1..300 characters, matched exactly */
+        name: components['parameters']['handlerName'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the handler */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HandlerView'];
+        };
+      };
+      /** @description invalid `name` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description no settings, no Throttled, Pending or Running stage and no Active worker name this handler */
+      404: components['responses']['NotFound'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  updateHandler: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description handler name (URL-encoded), as stages name it (`stageHandlerName`): 1..300 characters, matched exactly */
+        name: components['parameters']['handlerName'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['HandlerSettingsRequest'];
+      };
+    };
+    responses: {
+      /** @description the handler as stored */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HandlerView'];
+        };
+      };
+      /** @description validation, with per-field messages */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description the body is over 65536 bytes */
       413: components['responses']['PayloadTooLarge'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];

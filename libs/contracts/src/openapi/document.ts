@@ -215,7 +215,8 @@ function parameters(): OpenApiDocument['components']['parameters'] {
       name: 'scheduleName',
       in: 'query',
       required: false,
-      description: 'only pipelines created by this schedule of the application (name matched case-insensitively)',
+      description:
+        'only pipelines created by this schedule of the application (name matched case-insensitively)',
       schema: { type: 'string', minLength: 1, maxLength: limits.scheduleNameChars },
     },
     createdAfter: {
@@ -238,6 +239,21 @@ function parameters(): OpenApiDocument['components']['parameters'] {
       in: 'query',
       required: false,
       description: 'only pipelines with a stage of exactly this handler',
+      schema: { type: 'string', minLength: 1, maxLength: limits.stageHandlerNameChars },
+    },
+    operationId: {
+      name: 'id',
+      in: 'path',
+      required: true,
+      description: 'operation id (POST /pipelines/bulk-rerun or bulk-cancel): digits without leading zeros',
+      schema: { ...id },
+    },
+    handlerName: {
+      name: 'name',
+      in: 'path',
+      required: true,
+      description:
+        'handler name (URL-encoded), as stages name it (`stageHandlerName`): 1..300 characters, matched exactly',
       schema: { type: 'string', minLength: 1, maxLength: limits.stageHandlerNameChars },
     },
   };

@@ -8,6 +8,8 @@
 import { schemaId } from '../fragments.js';
 // Every module that registers schemas, so the document is complete whatever was imported first.
 import '../dashboard.js';
+import '../handlers.js';
+import '../operations.js';
 import '../pipelines.js';
 import '../pipeline-responses.js';
 import '../pipeline-search.js';

@@ -104,6 +104,20 @@ describe('ApiClient', () => {
     expect(calls[0]!.init.body).toBe('{"to":"x"}');
   });
 
+  it('PUTs settings as JSON with the key, and reads the answer', async () => {
+    const { calls, fetchFn } = recording(() => Response.json({ name: 'mail', paused: true }));
+    const api = new ApiClient({ fetch: fetchFn, storage: memoryStorage() });
+    api.signIn('pos_k');
+    await expect(api.put('/handlers/mail', { paused: true })).resolves.toEqual({
+      name: 'mail',
+      paused: true,
+    });
+    expect(calls[0]!.init.method).toBe('PUT');
+    expect(headersOf(calls[0])['X-API-Key']).toBe('pos_k');
+    expect(headersOf(calls[0])['Content-Type']).toBe('application/json');
+    expect(calls[0]!.init.body).toBe('{"paused":true}');
+  });
+
   it('reads an empty action answer (204) as null', async () => {
     const { fetchFn } = recording(() => new Response(null, { status: 204 }));
     const api = new ApiClient({ fetch: fetchFn, storage: memoryStorage() });

@@ -101,11 +101,20 @@ export class ApiClient {
 
   /** POST (actions); resolves with the JSON body, or null for an empty answer. */
   post<T>(path: string, body?: unknown): Promise<T | null> {
+    return this.#send<T>('POST', path, body);
+  }
+
+  /** PUT (settings: PUT /handlers/{name}); resolves with the JSON body, or null for an empty answer. */
+  put<T>(path: string, body: unknown): Promise<T | null> {
+    return this.#send<T>('PUT', path, body);
+  }
+
+  #send<T>(method: 'POST' | 'PUT', path: string, body?: unknown): Promise<T | null> {
     return this.#call(async () => {
       const headers = this.#headers();
       if (body !== undefined) headers['Content-Type'] = 'application/json';
       const res = await this.#fetch(path, {
-        method: 'POST',
+        method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
       });

@@ -3,6 +3,8 @@
 // contract states them, so the app builds whether or not the generated types have them yet.
 import type {
   components,
+  HandlerSettingsRequest,
+  HandlerView,
   PipelinePage,
   PipelineResponse,
   PipelineStatus,
@@ -20,6 +22,8 @@ import type {
 } from '@po/client';
 
 export type {
+  HandlerSettingsRequest,
+  HandlerView,
   PipelinePage,
   PipelineResponse,
   PipelineStatus,

@@ -3,6 +3,7 @@
 import {
   Anchor,
   Button,
+  Checkbox,
   Group,
   MultiSelect,
   Progress,
@@ -11,6 +12,7 @@ import {
   Text,
   TextInput,
   Title,
+  VisuallyHidden,
 } from '@mantine/core';
 import { useDebouncedCallback } from '@mantine/hooks';
 import type { ColumnDef } from '@tanstack/react-table';
@@ -32,6 +34,7 @@ import {
   pipelinesPath,
   type PipelineFilters,
 } from '../lib/pipeline-filters';
+import { SelectedActions } from './pipelines/SelectedActions';
 
 const PAGE_SIZE = 50;
 
@@ -40,8 +43,25 @@ function progressOf(p: PipelineSummary): { done: number; total: number } {
   return { done: c.Completed + c.Skipped + c.Failed + c.Cancelled, total: p.stageCount };
 }
 
-function columns(now: number): ColumnDef<PipelineSummary, unknown>[] {
+type Selection = ReadonlyMap<number, PipelineSummary>;
+
+function columns(
+  now: number,
+  selection: Selection,
+  toggle: (p: PipelineSummary) => void,
+): ColumnDef<PipelineSummary, unknown>[] {
   return [
+    {
+      id: 'select',
+      header: () => <VisuallyHidden>Select</VisuallyHidden>,
+      cell: ({ row }) => (
+        <Checkbox
+          aria-label={`Select pipeline ${row.original.name} (${row.original.id})`}
+          checked={selection.has(row.original.id)}
+          onChange={() => toggle(row.original)}
+        />
+      ),
+    },
     {
       header: 'Name',
       cell: ({ row }) => (
@@ -187,7 +207,16 @@ export default function PipelinesPage() {
     refetchInterval: autoRefresh ? LIVE_INTERVAL_MS : false,
     keepPrevious: true,
   });
-  const cols = useMemo(() => columns(now), [now]);
+  // the selected pipelines as last seen, across pages and refreshes, until an action or Clear
+  const [selection, setSelection] = useState<Selection>(new Map());
+  const toggle = (p: PipelineSummary) =>
+    setSelection((current) => {
+      const next = new Map(current);
+      if (next.has(p.id)) next.delete(p.id);
+      else next.set(p.id, p);
+      return next;
+    });
+  const cols = useMemo(() => columns(now, selection, toggle), [now, selection]);
 
   const apply = (next: PipelineFilters) => setSearch(filtersToSearch(next), { replace: true });
   const nextCursor = page.data?.nextCursor ?? null;
@@ -204,6 +233,10 @@ export default function PipelinesPage() {
       </Group>
       <Filters applied={filters} onApply={apply} />
       <QueryProblem error={page.error} what="the pipeline list (GET /pipelines)" />
+      <SelectedActions
+        selected={[...selection.values()]}
+        onCleared={() => setSelection(new Map())}
+      />
       <DataTable
         label="Pipelines"
         columns={cols}

@@ -21,3 +21,5 @@ export * from './pipeline-search.js';
 export * from './pipeline-rerun.js';
 export * from './cursor-secret.js';
 export * from './dashboard.js';
+export * from './handler-settings.js';
+export * from './operations.js';

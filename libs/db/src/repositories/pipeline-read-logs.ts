@@ -19,14 +19,14 @@ export const STAGE_LOG_PAGE_BYTES = 1_048_576;
 // keeping the row comparison an index condition of (stage_id, created, id).
 const PAGE = statement(
   'stage_log_page',
-  `SELECT w.id, w.log_level, w.created, CASE WHEN w.in_page THEN w.message END AS message
+  `SELECT w.id, w.log_level, w.created, w.carried_over, CASE WHEN w.in_page THEN w.message END AS message
    FROM stages st
    JOIN pipelines p ON p.id = st.pipeline_id AND p.application_id = $1::int
    LEFT JOIN LATERAL (
-     SELECT l.id, l.log_level, l.created, l.message,
+     SELECT l.id, l.log_level, l.created, l.carried_over, l.message,
             (row_number() OVER after) <= $5::int
               AND ((row_number() OVER after) = 1 OR (sum(octet_length(l.message)) OVER after) <= $6::bigint) AS in_page
-     FROM (SELECT id, log_level, created, message FROM stage_logs
+     FROM (SELECT id, log_level, created, carried_over, message FROM stage_logs
            WHERE stage_id = st.id AND (created, id) > ($4::timestamptz, $7::bigint)
            ORDER BY created, id LIMIT $5::int + 1) l
      WINDOW after AS (ORDER BY l.created, l.id)
@@ -40,6 +40,7 @@ interface RawLog {
   id: string | null;
   log_level: string;
   created: Date;
+  carried_over: boolean;
   message: string | null;
 }
 
@@ -76,7 +77,7 @@ export async function readStageLogPage(
     fetched += 1;
     // in_page holds for a prefix of the rows: the running size only grows.
     if (r.message !== null && fetched === logs.length + 1) {
-      logs.push({ id: Number(r.id), stageId: scope.stageId, message: r.message, logLevel: r.log_level, created: r.created });
+      logs.push({ id: Number(r.id), stageId: scope.stageId, message: r.message, logLevel: r.log_level, created: r.created, carriedOver: r.carried_over });
     }
   }
   return { logs, more: fetched > logs.length };

@@ -26,6 +26,9 @@ import { statement, type Queryable, type Sql, type Statement } from '../sql.js';
  * more than DRIVER_CAP pipelines and the planner plans the page as it sees fit (a walk, normally).
  */
 
+/** What GET /pipelines filters by, and a bulk operation matches (decision 0133). */
+export type PipelineFilter = Omit<PipelineSearch, 'after' | 'take'>;
+
 export interface PipelineSearch {
   applicationId: number;
   /** Any of these (distinct); empty: every status. */
@@ -149,8 +152,8 @@ export function driverProbeStatement(search: PipelineSearch): { statement: State
  * The page statement of a search, planned (`plan`). Exported for the plan tests: what they explain
  * is what runs.
  */
-export function pipelineSearchStatement(search: PipelineSearch, plan: SearchPlan): { statement: Statement; values: unknown[] } {
-  const params = new Params(search.applicationId);
+/** The search's filters (not its keyset position) as conditions on pipeline row `p`. */
+function filterConditions(params: Params, search: PipelineFilter, scheduleId: number | null): string[] {
   const where = [`p.application_id = ${params.app()}`];
   if (search.statuses.length === 1) where.push(`p.status = ${params.add(search.statuses[0], '"PipelineStatus"')}`);
   else if (search.statuses.length > 1) where.push(`p.status = ANY(${params.add(search.statuses, '"PipelineStatus"[]')})`);
@@ -158,13 +161,37 @@ export function pipelineSearchStatement(search: PipelineSearch, plan: SearchPlan
   for (const k of search.keywords) {
     where.push(`EXISTS (SELECT 1 FROM pipeline_keywords k WHERE k.pipeline_id = p.id AND ${keywordCondition(params, k, 'k')})`);
   }
-  if (plan.scheduleId !== null) where.push(`p.schedule_id = ${params.add(plan.scheduleId, 'bigint')}`);
+  if (scheduleId !== null) where.push(`p.schedule_id = ${params.add(scheduleId, 'bigint')}`);
   if (search.createdAfter !== null) where.push(`p.created_at >= ${params.add(search.createdAfter, 'timestamptz')}`);
   if (search.createdBefore !== null) where.push(`p.created_at < ${params.add(search.createdBefore, 'timestamptz')}`);
   if (search.stageHandlerName !== null) {
     const handler = params.add(search.stageHandlerName, 'text');
     where.push(`EXISTS (SELECT 1 FROM stages s WHERE s.application_id = ${params.app()} AND s.handler_name = ${handler} AND s.pipeline_id = p.id)`);
   }
+  return where;
+}
+
+/**
+ * The ids of every pipeline a filter matches, as a statement's text and values (a bulk operation's
+ * match, decision 0133), with `extra` values appended after the filter's as $n+1…: the caller's
+ * own parameters. `ids` is `SELECT p.id FROM pipelines p WHERE …`.
+ */
+export function pipelineMatchSql(filter: PipelineFilter, scheduleId: number | null, extra: readonly unknown[] = []): { ids: string; values: unknown[]; next: number } {
+  const params = new Params(filter.applicationId);
+  const where = filterConditions(params, filter, scheduleId);
+  return { ids: `SELECT p.id FROM pipelines p WHERE ${where.join('\n    AND ')}`, values: [...params.values, ...extra], next: params.values.length + 1 };
+}
+
+/** The schedule a filter names, as the search resolves it: its id, null for none, undefined when the application has no such schedule. */
+export async function scheduleIdOf(tx: Queryable, applicationId: number, scheduleNameKey: string | null): Promise<number | null | undefined> {
+  if (scheduleNameKey === null) return null;
+  const [row] = await tx.query<{ id: string }>(SCHEDULE_ID, [applicationId, scheduleNameKey]);
+  return row ? Number(row.id) : undefined;
+}
+
+export function pipelineSearchStatement(search: PipelineSearch, plan: SearchPlan): { statement: Statement; values: unknown[] } {
+  const params = new Params(search.applicationId);
+  const where = filterConditions(params, search, plan.scheduleId);
   if (search.after !== null) {
     where.push(`(p.created_at, p.id) < (${params.add(search.after.createdAt, 'timestamptz')}, ${params.add(search.after.id, 'bigint')})`);
   }
@@ -222,12 +249,8 @@ const NO_PARALLEL = statement(
  * REPEATABLE READ transaction), so the counts hold for the page.
  */
 export async function planPipelineSearch(tx: Queryable, search: PipelineSearch): Promise<SearchPlan | undefined> {
-  let scheduleId: number | null = null;
-  if (search.scheduleNameKey !== null) {
-    const [row] = await tx.query<{ id: string }>(SCHEDULE_ID, [search.applicationId, search.scheduleNameKey]);
-    if (!row) return undefined;
-    scheduleId = Number(row.id);
-  }
+  const scheduleId = await scheduleIdOf(tx, search.applicationId, search.scheduleNameKey);
+  if (scheduleId === undefined) return undefined;
   const probe = driverProbeStatement(search);
   if (!probe) return { scheduleId, driver: null };
   const [row] = await tx.query<{ counts: number[] }>(probe.statement, probe.values);

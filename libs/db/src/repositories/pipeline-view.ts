@@ -12,6 +12,8 @@ export interface StageLogRecord {
   message: string;
   logLevel: string;
   created: Date;
+  /** A copy of the original run's log, on a stage a rerun from the failure carried over. */
+  carriedOver: boolean;
 }
 
 export interface StageRecord {
@@ -38,6 +40,8 @@ export interface StageRecord {
   retryAttempt: number;
   lastErrorCode: string | null;
   failureDisposition: string | null;
+  /** The original run's stage this one was carried over from, Completed, by a rerun from the failure; null otherwise. */
+  carriedOverFrom: number | null;
   /** Lease holder of the current execution (the worker id), null before a lease (or on creation). */
   workerId: string | null;
   /** The current execution's lease grant and end. */
@@ -103,7 +107,8 @@ export function stageJson(s: string, logs: string, logsTruncated = 'false', exec
     'input', ${s}.input, 'isEvent', ${s}.is_event, 'options', ${s}.options,
     'failureCount', ${s}.failure_count, 'lastFailedAt', ${s}.last_failed_at, 'attempt', ${s}.attempt,
     'retryAttempt', ${s}.retry_attempt, 'lastErrorCode', ${s}.last_error_code,
-    'failureDisposition', ${s}.failure_disposition, 'logs', ${logs}, 'logsTruncated', ${logsTruncated},
+    'failureDisposition', ${s}.failure_disposition, 'carriedOverFrom', ${s}.carried_over_from,
+    'logs', ${logs}, 'logsTruncated', ${logsTruncated},
     'workerId', ${ex('lease_owner')}, 'attemptStartedAt', ${ex('leased_at')}, 'attemptEndedAt', ${ex('ended_at')})`;
 }
 
@@ -114,12 +119,13 @@ export function stageJson(s: string, logs: string, logsTruncated = 'false', exec
  */
 const storedLogsJoin = (s: string): string => `LEFT JOIN LATERAL (
   SELECT json_agg(json_build_object(
-           'id', w.id, 'stageId', w.stage_id, 'message', w.message, 'logLevel', w.log_level, 'created', w.created)
+           'id', w.id, 'stageId', w.stage_id, 'message', w.message, 'logLevel', w.log_level, 'created', w.created,
+           'carriedOver', w.carried_over)
            ORDER BY w.created, w.id) FILTER (WHERE w.shown) AS logs,
          bool_or(NOT w.shown) AS truncated
   FROM (SELECT l.*, (row_number() OVER newest) <= ${STAGE_LOG_WINDOW.count}
                     AND ((row_number() OVER newest) = 1 OR (sum(octet_length(l.message)) OVER newest) <= ${STAGE_LOG_WINDOW.bytes}) AS shown
-        FROM (SELECT id, stage_id, message, log_level, created FROM stage_logs WHERE stage_id = ${s}.id
+        FROM (SELECT id, stage_id, message, log_level, created, carried_over FROM stage_logs WHERE stage_id = ${s}.id
               ORDER BY created DESC, id DESC LIMIT ${STAGE_LOG_WINDOW.count + 1}) l
         WINDOW newest AS (ORDER BY l.created DESC, l.id DESC)) w
 ) lg ON true`;

@@ -65,13 +65,20 @@ const THROTTLED = statement(
   'sweep_throttled_pipelines',
   // Per application, so the (application_id, status) index finds only Throttled stages: a filter on
   // status alone would read that whole index, which grows with every stage ever run.
+  // A pass of one of an application's pipelines admits its Throttled stages elsewhere too (decision
+  // 0132), so a few of the oldest per application are enough; those of paused handlers are left out
+  // (they would be passed every sweep for nothing, and could crowd out the rest).
   `SELECT t.pipeline_id FROM applications a
-   CROSS JOIN LATERAL (SELECT pipeline_id, id FROM stages WHERE application_id = a.id AND status = 'Throttled') t
+   CROSS JOIN LATERAL (
+     SELECT s.pipeline_id, s.id FROM stages s
+     WHERE s.application_id = a.id AND s.status = 'Throttled'
+       AND NOT EXISTS (SELECT 1 FROM handler_settings h WHERE h.application_id = a.id AND h.handler_name = s.handler_name AND h.paused)
+     ORDER BY s.id LIMIT 8) t
    GROUP BY t.pipeline_id ORDER BY MIN(t.id) LIMIT $1`,
   { plan: 'custom' },
 );
 
-/** Pipelines holding Throttled stages, oldest stage first: candidates when slots free up. */
+/** Pipelines holding Throttled stages of handlers not paused, oldest stage first: candidates when room frees up. */
 export async function pipelinesWithThrottledStages(db: Queryable, limit: number): Promise<number[]> {
   const rows = await db.query<{ pipeline_id: string }>(THROTTLED, [limit]);
   return rows.map((r) => Number(r.pipeline_id));
@@ -133,4 +140,15 @@ export async function waitingExecutions(
       .map((r) => ({ executionId: r.id, stageId: Number(r.stage_id), applicationId: r.application_id, handlerName: r.handler_name, dispatchedAt: r.dispatched_at })),
     next: rows.length < limit || !last ? null : { dispatchedAt: last.dispatched_at, executionId: last.id },
   };
+}
+
+const HANDLER_PAUSES = statement(
+  'sweep_handler_pauses',
+  `SELECT application_id, handler_name, paused FROM handler_settings ORDER BY application_id, handler_name LIMIT $1`,
+);
+
+/** Every handler's pause setting (decision 0132), for the sweeper to hold the StageNext queues to it. */
+export async function handlerPauses(db: Queryable, limit: number): Promise<{ applicationId: number; handler: string; paused: boolean }[]> {
+  const rows = await db.query<{ application_id: number; handler_name: string; paused: boolean }>(HANDLER_PAUSES, [limit]);
+  return rows.map((r) => ({ applicationId: r.application_id, handler: r.handler_name, paused: r.paused }));
 }

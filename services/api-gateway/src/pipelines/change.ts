@@ -62,10 +62,10 @@ export async function appendStages(
   pipelineId: number,
   items: StageInfoInput[],
 ): Promise<ReturnType<typeof stageDto>[]> {
-  const stages = items.map(stageFromInfo);
   const appended = await deps.sql.transaction(async (tx) => {
     const pipeline = await lockPipelineRow(tx, pipelineId);
     if (!pipeline || pipeline.applicationId !== applicationId) throw new NotFound(`Pipeline ${pipelineId} not found.`);
+    const stages = items.map((item) => stageFromInfo(item, pipeline.priority));
     const names = await stageNamesInOrder(tx, pipelineId);
     const errors = checkAddedStages(names, stages);
     if (errors.length > 0) throw new ValidationFailed(errors);

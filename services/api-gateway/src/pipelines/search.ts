@@ -5,7 +5,7 @@ import {
   type PipelineSummary,
   type StageStatusCounts,
 } from '@po/contracts';
-import { scheduleNameKey, searchPipelines, type PipelineSummaryRecord } from '@po/db';
+import { scheduleNameKey, searchPipelines, type PipelineFilter, type PipelineSummaryRecord } from '@po/db';
 import { ValidationFailed, isTerminalPipeline } from '@po/domain';
 import { listingOf, pageOf, readCursor } from '@po/http';
 import type { Deps } from '../deps.js';
@@ -60,6 +60,20 @@ export function pipelineSummary(r: PipelineSummaryRecord): PipelineSummary {
   };
 }
 
+/** The validated filters as the database reads them: GET /pipelines, and a bulk operation's match. */
+export function pipelineFilterOf(applicationId: number, q: PipelineSearchQuery): PipelineFilter {
+  return {
+    applicationId,
+    statuses: q.status,
+    namePrefix: q.name ?? null,
+    keywords: q.keyword,
+    scheduleNameKey: q.scheduleName === undefined ? null : scheduleNameKey(q.scheduleName),
+    createdAfter: q.createdAfter === undefined ? null : new Date(q.createdAfter),
+    createdBefore: q.createdBefore === undefined ? null : new Date(q.createdBefore),
+    stageHandlerName: q.stageHandlerName ?? null,
+  };
+}
+
 export async function listPipelinesPage(deps: Deps, applicationId: number, q: PipelineListQuery): Promise<PipelinePage> {
   const token = readCursor(q.cursor, ['time', 'id']);
   if (q.createdAfter !== undefined && q.createdBefore !== undefined && q.createdBefore <= q.createdAfter) {
@@ -69,14 +83,7 @@ export async function listPipelinesPage(deps: Deps, applicationId: number, q: Pi
   const cursors = await deps.cursors();
   const after = cursors.verifyOptional(listing, token);
   const rows = await searchPipelines(deps.sql, {
-    applicationId,
-    statuses: q.status,
-    namePrefix: q.name ?? null,
-    keywords: q.keyword,
-    scheduleNameKey: q.scheduleName === undefined ? null : scheduleNameKey(q.scheduleName),
-    createdAfter: q.createdAfter === undefined ? null : new Date(q.createdAfter),
-    createdBefore: q.createdBefore === undefined ? null : new Date(q.createdBefore),
-    stageHandlerName: q.stageHandlerName ?? null,
+    ...pipelineFilterOf(applicationId, q),
     after: after ? { createdAt: new Date(after[0] as number), id: after[1] as number } : null,
     take: q.limit + 1,
   });

@@ -73,6 +73,7 @@ function stageResponse(s: StageRecord, next: StageRecord | null) {
     workerId: s.workerId,
     attemptStartedAt: iso(s.attemptStartedAt),
     attemptEndedAt: iso(s.attemptEndedAt),
+    carriedOverFrom: s.carriedOverFrom === null ? null : Number(s.carriedOverFrom),
   };
 }
 
@@ -84,6 +85,7 @@ export function stageLog(l: StageLogRecord) {
     message: l.message,
     logLevel: l.logLevel,
     created: l.created.toISOString(),
+    carriedOver: l.carriedOver,
   };
 }
 

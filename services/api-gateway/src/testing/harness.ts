@@ -7,6 +7,7 @@ import {
   createRedis,
   createStageNextPublisher,
   readStageNextDepths,
+  setStageNextPaused,
   type PipelineEventsProducer,
 } from '@po/queues';
 import { createLogger } from '@po/telemetry';
@@ -96,6 +97,7 @@ export async function startGateway(
     cancelTimeoutSeconds: overrides.cancelTimeoutSeconds ?? 10,
     cursors: lazyCursorSigner(() => readCursorSecret(sqlOf(db))),
     queueDepths: (queues) => readStageNextDepths(redis, prefix, queues),
+    setQueuePaused: (queue, paused) => setStageNextPaused(redis, prefix, queue, paused),
   };
   const app = buildApp(
     deps,

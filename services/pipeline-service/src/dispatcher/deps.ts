@@ -14,4 +14,9 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Whether Redis lost writes since the last look: the lost-message walk then walks everything at once. */
   redisLoss: RedisLossDetector;
+  /** The pause state of StageNext queues in Redis (by worker-facing name), held to handler_settings (decision 0132). */
+  queuePauses: {
+    states(queues: readonly string[]): Promise<boolean[]>;
+    set(queue: string, paused: boolean): Promise<void>;
+  };
 }

@@ -46,7 +46,7 @@ async function create(definition: PipelineDefinitionInput): Promise<number> {
 
 const queued = async (handler: string) => {
   const queue = new Queue(stageNextBullName(`app_${applicationId}_${handler}_StageNext`), { connection: redis, prefix });
-  const jobs = await queue.getJobs(['waiting']);
+  const jobs = await queue.getJobs(['waiting', 'prioritized']);
   await queue.close();
   return jobs;
 };

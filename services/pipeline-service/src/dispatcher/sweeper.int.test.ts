@@ -15,7 +15,9 @@ import {
   createStageNextPublisher,
   createStageResultsProducer,
   resultJobId,
+  setStageNextPaused,
   stageNextBullName,
+  stageNextPausedStates,
   stageResultsQueue,
   type StageNextPublisher,
 } from '@po/queues';
@@ -31,7 +33,7 @@ let applicationId: number;
 const logLines: string[] = [];
 const prefix = testQueuePrefix('sweep');
 const redis = createRedis(TEST_REDIS_URL, 'producer');
-const options: SweeperOptions = { intervalMs: 500, eventGraceMs: 1000, throttling: false, lostMessageAfterSeconds: 5 };
+const options: SweeperOptions = { intervalMs: 500, eventGraceMs: 1000, lostMessageAfterSeconds: 5 };
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -52,7 +54,15 @@ beforeAll(async () => {
     publish: (queue, messages) => (queue.endsWith('_unpublishable_StageNext') ? Promise.reject(new Error('publish refused')) : publisher.publish(queue, messages)),
   };
   const engine = new Engine({ db: database.db, publisher: refusing, events: createPipelineEventsProducer(redis, prefix), logger, random: () => 0.5, maxActiveStages: 0 });
-  deps = { db: database.db, engine, publisher, results: createStageResultsProducer(redis, prefix), logger, redisLoss: createRedisLossDetector(redis, prefix) };
+  deps = {
+    db: database.db,
+    engine,
+    publisher,
+    results: createStageResultsProducer(redis, prefix),
+    logger,
+    redisLoss: createRedisLossDetector(redis, prefix),
+    queuePauses: { states: (queues) => stageNextPausedStates(redis, prefix, queues), set: (queue, paused) => setStageNextPaused(redis, prefix, queue, paused) },
+  };
 });
 
 afterAll(async () => {
@@ -214,5 +224,16 @@ describe('the sweeper', () => {
     expect(badStage!.status).toBe('Pending');
     expect(await db().stageExecution.count({ where: { stageId: badStage!.id } })).toBe(1);
     expect(logLines.some((l) => l.includes('not published'))).toBe(true);
+  });
+
+  it("holds each handler's StageNext queue to its pause setting: a pause Redis lost is applied again, a stale one lifted (decision 0132)", async () => {
+    const queue = (handler: string) => `app_${applicationId}_${handler}_StageNext`;
+    await db().$executeRaw`
+      INSERT INTO handler_settings (application_id, handler_name, paused) VALUES (${applicationId}, 'sweep-paused', true), (${applicationId}, 'sweep-resumed', false)`;
+    // Redis says the opposite of both, as after a FLUSHALL (the pause gone) and a lost resume.
+    await setStageNextPaused(redis, prefix, queue('sweep-resumed'), true);
+    expect(await stageNextPausedStates(redis, prefix, [queue('sweep-paused'), queue('sweep-resumed')])).toEqual([false, true]);
+    await sweepOnce(deps, options, newSweeperState());
+    expect(await stageNextPausedStates(redis, prefix, [queue('sweep-paused'), queue('sweep-resumed')])).toEqual([true, false]);
   });
 });

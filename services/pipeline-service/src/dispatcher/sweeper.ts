@@ -1,11 +1,13 @@
 import {
   expiredExecutions,
+  handlerPauses,
   pipelinesDueForDispatch,
   pipelinesWithThrottledStages,
   sqlOf,
 } from '@po/db';
 import { renewLeasesAfterOutage, type EngineItem } from '@po/engine';
 import { LEASE_SECONDS } from '@po/domain';
+import { stageQueueName } from '@po/contracts';
 import type { DispatcherDeps } from './deps.js';
 import { startLostMessageWalk } from './lost-messages.js';
 
@@ -17,8 +19,6 @@ export interface SweeperOptions {
   intervalMs: number;
   /** A requested pass this old was not handled through its event: the sweep takes it. */
   eventGraceMs: number;
-  /** APP_MAX_ACTIVE_STAGES > 0: Throttled stages are offered freed slots every sweep. */
-  throttling: boolean;
   /** A published, never leased execution whose message is gone from Redis after this long is republished. */
   lostMessageAfterSeconds: number;
 }
@@ -55,10 +55,33 @@ export async function sweepOnce(deps: DispatcherDeps, options: SweeperOptions, s
   });
   await step(deps, 'due passes', async () => {
     const due = await pipelinesDueForDispatch(sql, options.eventGraceMs, BATCH);
-    const throttled = options.throttling ? await pipelinesWithThrottledStages(sql, BATCH) : [];
+    // Throttled stages (APP_MAX_ACTIVE_STAGES, keys, handler limits, decision 0132) are offered the
+    // room that freed up, and rate buckets refill, without an event.
+    const throttled = await pipelinesWithThrottledStages(sql, BATCH);
     const ids = [...new Set([...due, ...throttled])];
     await runEach(deps, ids.map((pipelineId) => ({ kind: 'pass', pipelineId })), { skipLocked: true });
   });
+  await step(deps, 'handler pauses', () => holdQueuePauses(deps));
+}
+
+/** Handler settings a sweep holds the StageNext queues to; more are left for PUT's own call. */
+const PAUSES_PER_SWEEP = 1000;
+
+/**
+ * A paused handler's StageNext queue is paused in Redis too (decision 0132). api-gateway applies a
+ * change after its commit; this puts right what that call or Redis lost (a failed call, a
+ * FLUSHALL, a failover to a replica that missed it): PostgreSQL is the truth.
+ */
+async function holdQueuePauses(deps: DispatcherDeps): Promise<void> {
+  const settings = await handlerPauses(sqlOf(deps.db), PAUSES_PER_SWEEP);
+  if (settings.length === 0) return;
+  const queues = settings.map((s) => stageQueueName(s.applicationId, s.handler));
+  const states = await deps.queuePauses.states(queues);
+  for (const [i, s] of settings.entries()) {
+    if (states[i] === s.paused) continue;
+    await deps.queuePauses.set(queues[i]!, s.paused);
+    deps.logger.info({ queue: queues[i], paused: s.paused }, 'StageNext queue pause state put back to the handler setting');
+  }
 }
 
 /**

@@ -343,4 +343,33 @@ describe('results committed as a group (decision 0125)', () => {
       await unreachable.$disconnect();
     }
   });
+
+  it('under load a commit waits its linger, so a result posted meanwhile joins the group queued before it (RESULTS_COMMIT_LINGER_MS)', async () => {
+    const lingering = createStageResultsProducer(producerRedis, prefix, { commitLingerMs: 300 });
+    const first = await runningStage();
+    const [second, third] = await Promise.all([runningStage(first.applicationId), runningStage(first.applicationId)]);
+    const shard = openShard(first.applicationId);
+    const carried = async () =>
+      (await shard.getJobs(['waiting']))
+        .map((j) => (j.name === 'results' ? (j.data as { results: StageResultMessage[] }).results : [j.data as StageResultMessage]).map((m) => m.stageId))
+        .sort((a, b) => a.length - b.length);
+    try {
+      // Idle: the first goes at once; the second queues behind its commit.
+      const posted = [lingering.publish(success(first)), lingering.publish(success(second))];
+      await posted[0];
+      // Without the linger the second would be on its way alone by now.
+      posted.push(lingering.publish(success(third)));
+      await Promise.all(posted);
+      expect(await carried()).toEqual([[first.stageId], [second.stageId, third.stageId]]);
+      const consumers = consumeResults(workerRedis, prefix, applier, logger, { concurrency: 8, maxAttempts: MAX_ATTEMPTS, retryDelay: () => 50 });
+      try {
+        await until('all three applied', async () => (await Promise.all([first, second, third].map(statusOf))).every((st) => st === 'Completed'));
+      } finally {
+        await Promise.all(consumers.map((c) => c.close()));
+      }
+    } finally {
+      await lingering.close();
+      await shard.close();
+    }
+  });
 });

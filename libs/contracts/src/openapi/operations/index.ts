@@ -1,4 +1,6 @@
 import { DASHBOARD_OPERATIONS } from './dashboard.js';
+import { HANDLER_OPERATIONS } from './handlers.js';
+import { BULK_OPERATIONS } from './operations.js';
 import { PIPELINE_OPERATIONS } from './pipelines.js';
 import { SCHEDULE_OPERATIONS } from './schedules.js';
 import type { OperationSpec } from './spec.js';
@@ -12,7 +14,9 @@ export type { OperationSpec } from './spec.js';
 // The order of the paths in the document (and in docs/openapi.json) is this order.
 export const OPERATIONS: OperationSpec[] = [
   ...PIPELINE_OPERATIONS,
+  ...BULK_OPERATIONS,
   ...SCHEDULE_OPERATIONS,
+  ...HANDLER_OPERATIONS,
   ...WORKER_ACTIVITY_OPERATIONS,
   ...DASHBOARD_OPERATIONS,
   ...WORKER_PROTOCOL_OPERATIONS,

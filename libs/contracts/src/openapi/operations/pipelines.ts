@@ -161,16 +161,21 @@ export const PIPELINE_OPERATIONS: OperationSpec[] = [
     tag: PIPELINES,
     summary: 'Rerun a finished pipeline',
     description:
-      'Creates a new pipeline from the definition the pipeline was created with: its name, policies, keywords, the stages it was created with (not those appended later) with their inputs and options, and the context items that no stage result changed or removed; sensitive values are carried over inside the service and shown redacted, like every sensitive value. The new pipeline has a new traceId (the request’s), no idempotency key and no schedule; its `rerunOf` names the original, whose `reruns` then lists it. A request body, if any, is ignored.',
+      'Creates a new pipeline from a finished one. From the start (`from` absent or `start`): the definition the pipeline was created with: its name, policies, keywords, the stages it was created with (not those appended later) with their inputs and options, and the context items that no stage result changed or removed. From the failure (`from: failed`, a Failed or Cancelled pipeline): every stage, appended ones too, and the context as the run left it; each stage that Completed in the original is carried over — Completed with its output, timings and logs (marked `carriedOver`), `carriedOverFrom` naming the original stage, never delivered to a worker — and every other stage runs, reading what the carried-over stages wrote. Sensitive values are carried over inside the service and shown redacted, like every sensitive value. The new pipeline has a new traceId (the request’s), no idempotency key and no schedule; its `rerunOf` names the original, whose `reruns` then lists it. The original stays as it was.',
     security: 'apiKey',
     parameters: ['pipelineId'],
+    body: {
+      schema: 'RerunRequest',
+      required: false,
+      description: 'optional: no body, or an empty one, reruns from the start',
+    },
     success: { '201': { description: 'the new pipeline', body: 'PipelineResponse' } },
     errors: {
-      '400': 'invalid `pipelineId`',
+      '400': 'invalid `pipelineId` or body',
       '401': 'missing or invalid X-API-Key',
       '404': 'no such pipeline in this application',
-      '409': '`pipeline_not_terminal`: the pipeline is not Completed, Failed or Cancelled yet',
-      '413': 'the (ignored) body is over 65536 bytes',
+      '409': '`pipeline_not_terminal`: the pipeline is not Completed, Failed or Cancelled yet; `pipeline_not_failed`: a rerun from the failure of a Completed pipeline',
+      '413': 'the body is over 65536 bytes',
     },
   },
   {

@@ -16,7 +16,9 @@ type Parameter =
   | 'scheduleName'
   | 'createdAfter'
   | 'createdBefore'
-  | 'stageHandlerName';
+  | 'stageHandlerName'
+  | 'handlerName'
+  | 'operationId';
 
 interface Success {
   description: string;
@@ -51,6 +53,8 @@ export const SECURITY: Record<Security, Record<string, string[]>[]> = {
 
 export const PIPELINES = 'Pipelines';
 export const SCHEDULES = 'Schedules';
+export const HANDLERS = 'Handlers';
+export const OPERATIONS_TAG = 'Operations';
 export const WORKER_PROTOCOL = 'Worker protocol';
 export const WORKER_ACTIVITY = 'Worker activity';
 export const SYSTEM = 'System';
@@ -59,6 +63,16 @@ export const DASHBOARD = 'Dashboard';
 export const TAGS = [
   { name: PIPELINES, description: 'Pipelines and stages (api-gateway).' },
   { name: SCHEDULES, description: 'Named, application-scoped schedules (api-gateway).' },
+  {
+    name: HANDLERS,
+    description:
+      'Handlers of an application: pause, concurrency and rate limits, and their backlog (api-gateway).',
+  },
+  {
+    name: OPERATIONS_TAG,
+    description:
+      'Bulk rerun and cancel of the pipelines a filter matches, run by the service at a set pace (api-gateway, pipeline-service).',
+  },
   {
     name: WORKER_PROTOCOL,
     description:
@@ -71,7 +85,8 @@ export const TAGS = [
   },
   {
     name: DASHBOARD,
-    description: 'Throughput, live pipelines and queue depth, for the dashboard under /ui/ (api-gateway).',
+    description:
+      'Throughput, live pipelines and queue depth, for the dashboard under /ui/ (api-gateway).',
   },
   { name: SYSTEM, description: 'Version, legacy logs, this document and health (api-gateway).' },
 ];

@@ -109,6 +109,18 @@ function Actions({ pipeline }: { pipeline: PipelineResponse }) {
           if (rerun) void navigate(`/pipelines/${rerun.id}`);
         }}
       />
+      <ConfirmAction
+        label="Rerun from failure"
+        title={`Rerun pipeline ${pipeline.name} from its failure?`}
+        description="A new pipeline keeps every stage that completed here (with its output and logs, not run again) and runs the rest; this one stays as it is."
+        disabled={pipeline.status !== 'Failed' && pipeline.status !== 'Cancelled'}
+        onConfirm={async () => {
+          const rerun = await api.post<PipelineResponse>(`/pipelines/${pipeline.id}/rerun`, {
+            from: 'failed',
+          });
+          if (rerun) void navigate(`/pipelines/${rerun.id}`);
+        }}
+      />
     </Group>
   );
 }

@@ -130,6 +130,12 @@ export function StageDetails({
           </Title>
           <StatusBadge status={stage.status} />
         </Group>
+        {typeof stage.carriedOverFrom === 'number' && (
+          <Text size="sm">
+            Carried over from stage {stage.carriedOverFrom} of the original run: its output, timings
+            and logs are that run&apos;s, and it did not run again here.
+          </Text>
+        )}
         <SimpleGrid cols={{ base: 2, sm: 4 }} component="dl" m={0}>
           <Fact label="Handler">{stage.stageHandlerName}</Fact>
           <Fact label="Attempt">{stage.attempt || '—'}</Fact>

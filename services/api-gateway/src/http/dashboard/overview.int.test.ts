@@ -52,6 +52,7 @@ function message(applicationId: number, handler: string, executionId: string): S
     options: {
       runNextIfFailed: false, retryInterval: 0, maxRetries: 0, timeOut: null, retryOnErrorCodes: [], backoff: 'fixed',
       maxRetryInterval: null, jitter: false, dependsOn: [], runInParallelWith: [], failIfOutputEmpty: false, notifyOnFailure: false, runAsUser: null,
+      concurrencyKey: null, concurrencyLimit: null, priority: 3,
     },
     pipelineContextItems: [],
     traceId: '0'.repeat(32),

@@ -28,7 +28,7 @@ async function jobsOf(gw: Gateway, name: string, states: ('waiting' | 'delayed' 
 
 /** The waiting StageNext messages of a handler: a batch job (several dispatched together) carries several. */
 const stageNextJobs = async (gw: Gateway, handler: string) =>
-  (await jobsOf(gw, stageNextBullName(`app_${gw.appA.id}_${handler}_StageNext`), ['waiting'])).flatMap((j) =>
+  (await jobsOf(gw, stageNextBullName(`app_${gw.appA.id}_${handler}_StageNext`), ['waiting', 'prioritized'])).flatMap((j) =>
     j.name === STAGE_NEXT_BATCH_JOB ? (j.data as StageNextBatchJob).batch.map((data) => ({ data })) : [{ data: j.data as unknown }],
   );
 const eventsFor = async (gw: Gateway, pipelineId: number) =>

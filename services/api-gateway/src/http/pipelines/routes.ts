@@ -27,10 +27,12 @@ import {
   validateIdempotencyLookup,
   validateIdempotentCreate,
   validateLegacyCreate,
+  validateRerunRequest,
   type AppendStagesRequest,
   type IdempotentPipelineCreateRequest,
   type LegacyPipelineCreateRequest,
   type PipelineIdempotencyLookupRequest,
+  type RerunRequest,
 } from '@po/contracts';
 import type { Deps } from '../../deps.js';
 import { createIdempotentPipeline, createLegacyPipeline } from '../../pipelines/create.js';
@@ -143,9 +145,10 @@ export function pipelineRoutes(
     '/pipelines/:pipelineId/rerun',
     auth,
     pipelineIdParam,
-    optionalJsonBody(acceptAny, small),
+    optionalJsonBody(validateRerunRequest, small),
     async (ctx) => {
-      sendJson(ctx, 201, await rerunPipeline(deps, ctx.state.applicationId!, pipelineId(ctx), ctx.state.traceId));
+      const body = ctx.state.body as RerunRequest;
+      sendJson(ctx, 201, await rerunPipeline(deps, ctx.state.applicationId!, pipelineId(ctx), body.from ?? 'start', ctx.state.traceId));
     },
   );
 

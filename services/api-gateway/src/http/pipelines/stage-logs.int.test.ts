@@ -48,7 +48,7 @@ async function seedLogs(pipelineId: number, stageId: number, count: number, byte
 /** The stage's logs as stored, in the order of addendum §4. */
 async function storedLogs(stageId: number) {
   const rows = await gw.db.stageLog.findMany({ where: { stageId: BigInt(stageId) }, orderBy: [{ created: 'asc' }, { id: 'asc' }] });
-  return rows.map((l) => ({ id: Number(l.id), stageId, message: l.message, logLevel: l.logLevel, created: l.created.toISOString() }));
+  return rows.map((l) => ({ id: Number(l.id), stageId, message: l.message, logLevel: l.logLevel, created: l.created.toISOString(), carriedOver: l.carriedOver }));
 }
 
 /** Every page of the listing, following nextCursor. */
