@@ -133,7 +133,13 @@ describe.concurrent('pipelines run on HTTP workers', () => {
     await stageIn(id, 0, 'Running');
     await victim.kill();
     cluster.startWorker('rescuer', { ...workerEnv, PO_INSTANCE_ID: 'rescuer' });
-    // The lease lasts 60 s: the sweeper ends it (LEASE_EXPIRED), schedules a retry, and the rescuer runs attempt 2.
+    // The lease lasts 60 s; it runs out here on the database clock, as if those 60 s without a
+    // renewal had passed: the sweeper ends it (LEASE_EXPIRED), schedules a retry, and the rescuer
+    // runs attempt 2. (The 60 s themselves are the lease integration tests' business.)
+    const lapsed = await cluster.database.db.$executeRaw`
+      UPDATE stage_executions e SET lease_expires_at = now() - interval '1 second'
+        FROM stages s WHERE s.id = e.stage_id AND s.pipeline_id = ${id} AND e.ended_at IS NULL AND e.attempt IS NOT NULL`;
+    expect(lapsed).toBe(1);
     const p = await finished(id, 100_000);
     expect(p.status).toBe('Completed');
     expect(p.stages[0]).toMatchObject({ status: 'Completed', attempt: 2, retryAttempt: 1, lastErrorCode: 'LEASE_EXPIRED' });
