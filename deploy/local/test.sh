@@ -14,22 +14,15 @@ bash deploy/k8s-local/build.sh --background
 step "build (npx turbo run build)"
 npx turbo run build
 
-step "typecheck tests and scripts (tsc -p tsconfig.lint.json)"
-npx tsc -p tsconfig.lint.json
-
-step "lint (npx eslint .)"
-npx eslint .
-step "chart, image and release checks (bash deploy/k8s-checks/run.sh)"; bash deploy/k8s-checks/run.sh
-
 # e2e runs after the rest, not beside it: its clusters and the integration files would otherwise
 # compete for PostgreSQL connections and for the two cores.
 mkdir -p .local
 report() { echo "--reporter=default --reporter=json --outputFile.json=.local/vitest-$1.json"; }
 
 # The Redis-outage files mostly wait (issue 28; one cluster at a time, on Redis servers of their
-# own): they run in the background from here, beside the SDK, unit and integration tests, and
-# their output is printed after the e2e files' (decision 0126). Beside the e2e files instead, they
-# made a third cluster on the two cores while the e2e step was the critical path.
+# own): they run in the background from here, beside the checks, the SDK, unit and integration
+# tests, and their output is printed after the e2e files' (decision 0126). Beside the e2e files
+# instead, they made a third cluster on the two cores while the e2e step was the critical path.
 bash deploy/local/ensure-redis-sentinel.sh # the Sentinel failover test runs its own sentinels
 step "tests: end to end, Redis outages (npx vitest run --project e2e-outage), in the background"
 # shellcheck disable=SC2046
@@ -38,11 +31,34 @@ outage=$!
 # A step below that fails ends the script: not before the outage files have stopped what they started.
 trap 'wait "$outage" 2>/dev/null || true' EXIT
 
-step "tests: the Go and Python worker SDKs (go vet, go test; python3 -m unittest)"
+# Four single-threaded checks, side by side on the two cores (about a minute instead of two).
 bash deploy/local/ensure-sdk-toolchains.sh
-# No module proxy is reachable and the SDKs need none: a download attempt fails instead of hanging.
-(cd libs/worker-sdk-go && GOPROXY=off GOFLAGS= go vet ./... && GOPROXY=off GOFLAGS= go test ./...)
-python3 -m unittest discover -s libs/worker-sdk-python/tests -t libs/worker-sdk-python
+step "typecheck (tsc -p tsconfig.lint.json), lint (eslint .), chart checks (deploy/k8s-checks/run.sh), the Go and Python SDKs (go vet, go test; python3 -m unittest), side by side"
+checks=(typecheck lint chart sdks)
+check() {
+  case $1 in
+    typecheck) npx tsc -p tsconfig.lint.json ;;
+    lint) npx eslint . ;;
+    chart) bash deploy/k8s-checks/run.sh ;;
+    # No module proxy is reachable and the SDKs need none: a download attempt fails instead of hanging.
+    sdks) (cd libs/worker-sdk-go && GOPROXY=off GOFLAGS= go vet ./... && GOPROXY=off GOFLAGS= go test ./...) &&
+      python3 -m unittest discover -s libs/worker-sdk-python/tests -t libs/worker-sdk-python ;;
+  esac
+}
+declare -A check_pid
+for c in "${checks[@]}"; do
+  check "$c" > ".local/check-$c.log" 2>&1 &
+  check_pid[$c]=$!
+done
+checks_failed=0
+for c in "${checks[@]}"; do
+  status=0
+  wait "${check_pid[$c]}" || status=$?
+  printf -- '--- %s: %s\n' "$c" "$([[ $status -eq 0 ]] && echo ok || echo "FAILED (exit $status)")"
+  cat ".local/check-$c.log"
+  [[ $status -eq 0 ]] || checks_failed=1
+done
+[[ $checks_failed -eq 0 ]] || exit 1
 
 # Unit and integration once, on Node 24, the image's runtime (decisions 0096, 0126): first on PATH,
 # so vitest, its workers and any `node` a test starts run on it. The binary comes from the npm
