@@ -38,3 +38,4 @@ export * from './params.js';
 export * from './worker-activity.js';
 export * from './dashboard.js';
 export * from './openapi/index.js';
+export * from './webhooks.js';

@@ -12,3 +12,4 @@ export * from './schedules/index.js';
 export * from './retention.js';
 export * from './token-bucket.js';
 export * from './operations.js';
+export * from './webhooks.js';

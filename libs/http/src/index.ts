@@ -22,3 +22,4 @@ export {
   type CursorSigner,
   type CursorToken,
 } from './cursor.js';
+export * from './webhook-target.js';

@@ -3,6 +3,7 @@ import type { ApiGatewayConfig } from './config.js';
 import type { Deps } from './deps.js';
 import { handlerRoutes } from './http/handlers/routes.js';
 import { operationRoutes } from './http/operations/routes.js';
+import { webhookRoutes } from './http/webhooks/routes.js';
 import { pipelineRoutes } from './http/pipelines/routes.js';
 import { scheduleRoutes } from './http/schedules/routes.js';
 import { stageRoutes } from './http/stages/routes.js';
@@ -39,6 +40,7 @@ export function buildApp(
       scheduleRoutes(deps, resolveKey, config.maxBodyBytes),
       handlerRoutes(deps, resolveKey, config.maxBodyBytes),
       operationRoutes(deps, resolveKey, config.maxBodyBytes),
+      webhookRoutes(deps, resolveKey, config.maxBodyBytes),
       systemRoutes(deps, config.build, config.maxBodyBytes, config.logsAnonLimit),
       workerActivityRoutes(deps, resolveKey),
       dashboardApiRoutes(deps, resolveKey),

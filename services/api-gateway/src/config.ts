@@ -11,6 +11,8 @@ export interface ApiGatewayConfig extends CommonConfig {
   build: { version: string; commit: string | null; builtAt: string | null };
   /** GET /ui/config.json (decision 0093). */
   dashboard: { traceUrlTemplate: string | null };
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: webhooks may target private, loopback and link-local addresses (decision 0134). */
+  webhookAllowPrivateNetworks: boolean;
 }
 
 /**
@@ -55,6 +57,7 @@ export function parseConfig(env: Record<string, string | undefined>): ApiGateway
       builtAt: env.BUILT_AT?.trim() || null,
     },
     dashboard: { traceUrlTemplate: traceUrlTemplate(env.DASHBOARD_TRACE_URL_TEMPLATE, problems) },
+    webhookAllowPrivateNetworks: read.bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
   };
   try {
     read.done();

@@ -23,6 +23,8 @@ export interface Deps {
   queueDepths: (queues: readonly string[]) => Promise<StageNextDepth[]>;
   /** Pauses or resumes the named StageNext queue in Redis (PUT /handlers/{name}; decision 0132). */
   setQueuePaused: (queue: string, paused: boolean) => Promise<void>;
+  /** Webhooks may target private, loopback and link-local addresses (decision 0134). */
+  webhookAllowPrivateNetworks: boolean;
 }
 
 /**

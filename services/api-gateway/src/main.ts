@@ -48,6 +48,7 @@ const app = buildApp(
     cursors,
     queueDepths: (queues) => readStageNextDepths(redis, config.queuePrefix, queues),
     setQueuePaused: (queue, paused) => setStageNextPaused(redis, config.queuePrefix, queue, paused),
+    webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
   },
   config,
   { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(redis) },

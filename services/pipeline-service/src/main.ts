@@ -1,6 +1,6 @@
 import './instrument.js';
 import { databaseOptions, describeRedis, loadConfig } from '@po/config';
-import { createDb, poolSample } from '@po/db';
+import { createDb, poolSample, sqlOf } from '@po/db';
 import { Engine, createPassRunner } from '@po/engine';
 import { listen, listenMetrics, onShutdown } from '@po/http';
 import {
@@ -23,6 +23,7 @@ import { createRedisLossDetector } from './dispatcher/redis-loss.js';
 import { startSweeper } from './dispatcher/sweeper.js';
 import { createEventHandler } from './events/handle-event.js';
 import { startOperationRunner } from './operations/runner.js';
+import { startWebhookDeliverer } from './webhooks/deliverer.js';
 import { startRetention } from './retention/cleanup.js';
 
 const BATCH_CONCURRENCY = 2;
@@ -74,6 +75,7 @@ const sweeper = startSweeper(deps, {
 });
 const retention = startRetention({ db, logger, clock: () => new Date() }, config.retention);
 const operations = startOperationRunner({ db, logger, pass: (pipelineId) => passes.submit({ pipelineId }) }, { tickMs: config.operationsTickMs });
+const webhooks = startWebhookDeliverer({ sql: sqlOf(db), logger }, config.webhooks);
 
 const app = buildApp(logger, { postgres: () => db.$queryRaw`SELECT 1`, redis: () => pingRedis(producerRedis) });
 const server = await listen(app, config.host, config.port);
@@ -85,6 +87,7 @@ onShutdown(logger, config.shutdownTimeoutMs, [
   ['event consumers', async () => Promise.all(consumers.map((c) => c.close()))],
   ['sweeper', () => sweeper.stop()],
   ['bulk operations', () => operations.stop()],
+  ['webhook deliveries', () => webhooks.stop()],
   ['retention', () => retention.stop()],
   ['passes', () => passes.drain()],
   ['producers', async () => Promise.all([publisher.close(), events.close(), results.close(), queueStats.close(), backlog.close()])],

@@ -23,3 +23,4 @@ export * from './cursor-secret.js';
 export * from './dashboard.js';
 export * from './handler-settings.js';
 export * from './operations.js';
+export * from './webhooks.js';

@@ -48,7 +48,7 @@ export interface CallOptions {
  * applications (A and B) and every log line captured for secret searches.
  */
 export async function startGateway(
-  overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events' | 'clock'>> & {
+  overrides: Partial<Pick<Deps, 'cancelTimeoutSeconds' | 'events' | 'clock' | 'webhookAllowPrivateNetworks'>> & {
     maxBodyBytes?: number;
     logsAnonLimit?: ApiGatewayConfig['logsAnonLimit'];
     /** The dashboard's build to serve under /ui/ (default: none, so /ui/ is a 404). */
@@ -98,6 +98,7 @@ export async function startGateway(
     cursors: lazyCursorSigner(() => readCursorSecret(sqlOf(db))),
     queueDepths: (queues) => readStageNextDepths(redis, prefix, queues),
     setQueuePaused: (queue, paused) => setStageNextPaused(redis, prefix, queue, paused),
+    webhookAllowPrivateNetworks: overrides.webhookAllowPrivateNetworks ?? false,
   };
   const app = buildApp(
     deps,

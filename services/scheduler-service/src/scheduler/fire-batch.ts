@@ -3,7 +3,7 @@ import { fireScheduleTicks, lockDueScheduleBatch, overlapStates, prepareFireStat
 import type { OverlapPolicy } from '@po/domain';
 import { announceAll, type PendingAnnouncements, type SchedulerDeps } from './deps.js';
 import { dueTicks, replanFrom } from './due-ticks.js';
-import { FireFailed, firedAnnouncements, recordCommitted, resultsOf, type FireResult } from './fire.js';
+import { enqueueMissedRunEvents, FireFailed, firedAnnouncements, recordCommitted, resultsOf, type FireResult } from './fire.js';
 import { planCacheOf, planDefinition, planKey, type PlanCache, type PlannedDefinition } from './plan-cache.js';
 
 /** Definitions up to this length come with the lock: a batch holds at most limit × this of them. */
@@ -131,6 +131,7 @@ export async function fireDueBatch(deps: SchedulerDeps, options: BatchOptions): 
         const fired = await fireScheduleTicks(tx, fires, { now, clock });
         deferred.push(...fired.deferred.map((f) => f.schedule.id));
         const results = resultsOf(fired.fired, missed);
+        await enqueueMissedRunEvents(tx, fired.fired, missed);
         if (ahead && results.length > 0) {
           // Written; the commit, and with it every pipeline of the batch, becomes visible at the instant.
           ahead.written({ left, deferred });

@@ -1,4 +1,4 @@
-import { lockDueSchedules, lockSchedule, oldestQueuedRun, queryableOf, scheduleDefinition, scheduleOverlap, schedulesWithQueuedRuns, unfinishedPipelines, type DbOrTx, type SchedulePlanRecord } from '@po/db';
+import { enqueueWebhookEvent, lockDueSchedules, lockSchedule, oldestQueuedRun, queryableOf, scheduleDefinition, scheduleOverlap, schedulesWithQueuedRuns, unfinishedPipelines, type DbOrTx, type Queryable, type SchedulePlanRecord } from '@po/db';
 import { cancelPipeline as cancelPipelineInTransaction, fireScheduleTicks, type FireOutcome, type ScheduleFire, type TickOutcome } from '@po/engine';
 import type { OverlapPolicy } from '@po/domain';
 import { announceAll, createdAnnouncement, type Announcement, type SchedulerDeps } from './deps.js';
@@ -31,6 +31,24 @@ export function recordCommitted(deps: SchedulerDeps, results: readonly FireResul
   recordFired(results.flatMap((r) => r.outcomes), lagsMs);
   for (const r of results) {
     if (r.missed > 0) deps.logger.info({ scheduleId: r.scheduleId, missed: r.missed, catchupRuns: r.outcomes.length }, 'missed ticks');
+  }
+}
+
+/**
+ * In the firing transaction: a `schedule.run_missed` webhook event for each schedule whose ticks
+ * were missed (decision 0134), written to the outbox with the runs, or not at all.
+ */
+export async function enqueueMissedRunEvents(q: Queryable, fired: FireOutcome['fired'], missed: ReadonlyMap<number, number>): Promise<void> {
+  for (const { fire, ticks } of fired) {
+    const missedTicks = missed.get(fire.schedule.id) ?? 0;
+    if (missedTicks === 0) continue;
+    const s = fire.schedule;
+    await enqueueWebhookEvent(q, s.applicationId, 'schedule.run_missed', {
+      scheduleId: s.id,
+      scheduleName: s.name,
+      missedTicks,
+      catchupRuns: ticks.filter((t) => t.trigger === 'Catchup').length,
+    });
   }
 }
 
@@ -101,6 +119,7 @@ export async function fireScheduleGuarded(deps: SchedulerDeps, scheduleId: numbe
           }
         : { ticks: [], plan: replanFrom(schedule, now), open: 0, queued: 0 };
       const { fired } = await fireGuarded(tx, deps, schedule, fire, now);
+      await enqueueMissedRunEvents(queryableOf(tx), fired, new Map([[scheduleId, due?.missed ?? 0]]));
       return { fired, missed: due?.missed ?? 0 };
     }, TX_OPTIONS);
   } catch (err) {
