@@ -4,6 +4,7 @@ import { handlersCommand } from './commands/handlers.js';
 import { operationsCommand } from './commands/operations.js';
 import { pipelinesCommand } from './commands/pipelines.js';
 import { schedulesCommand } from './commands/schedules.js';
+import { webhooksCommand } from './commands/webhooks.js';
 import { workersCommand } from './commands/workers.js';
 import { DEFAULT_API_URL, VERSION, type Environment } from './context.js';
 import { EXIT_CODES_HELP } from './errors.js';
@@ -41,6 +42,7 @@ Examples:
   po schedules apply -f schedule.yaml
   po handlers limit payments --max-per-second 5
   po pipelines rerun --status Failed --name-prefix nightly --since 2h --dry-run
+  po webhooks put ops --url https://hooks.example/po --events pipeline.failed,stage.failed
 
 ${EXIT_CODES_HELP}`,
     );
@@ -48,6 +50,7 @@ ${EXIT_CODES_HELP}`,
   program.addCommand(copySettings(program, schedulesCommand(env)));
   program.addCommand(copySettings(program, handlersCommand(env)));
   program.addCommand(copySettings(program, operationsCommand(env)));
+  program.addCommand(copySettings(program, webhooksCommand(env)));
   program.addCommand(copySettings(program, workersCommand(env)));
   return program;
 }

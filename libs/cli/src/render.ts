@@ -7,6 +7,8 @@ import type {
   Schedule,
   ScheduleRun,
   StageLog,
+  WebhookDeliveryView,
+  WebhookView,
   WorkerEventRecord,
   WorkerSummary,
 } from '@po/client';
@@ -272,4 +274,41 @@ export function operationDetails(o: OperationView): string {
     ['finished', time(o.finishedAt) ?? '-'],
     ...o.failures.map((f): [string, string] => [`failed ${f.pipelineId}`, f.reason]),
   ]);
+}
+
+export function webhookTable(items: WebhookView[]): string {
+  return table(
+    ['WEBHOOK', 'ENABLED', 'URL', 'EVENTS'],
+    items.map((w) => [w.name, w.enabled ? 'yes' : 'no', w.url, w.events.join(',')]),
+  );
+}
+
+export function webhookDetails(w: WebhookView & { secret?: string }): string {
+  return details([
+    ['webhook', w.name],
+    ['url', w.url],
+    ['events', w.events.join(', ')],
+    ['enabled', w.enabled ? 'yes' : 'no'],
+    ['created', time(w.createdAt)],
+    ['updated', time(w.updatedAt)],
+    ...(w.secret
+      ? ([['secret', `${w.secret}  (shown once: keep it now)`]] as [string, Cell][])
+      : []),
+  ]);
+}
+
+export function deliveryTable(items: WebhookDeliveryView[]): string {
+  return table(
+    ['ID', 'EVENT', 'STATUS', 'ATTEMPTS', 'LAST CODE', 'NEXT ATTEMPT', 'CREATED', 'LAST ERROR'],
+    items.map((d) => [
+      d.id,
+      d.eventType,
+      d.status,
+      d.attempts,
+      d.lastResponseCode,
+      time(d.nextAttemptAt),
+      time(d.createdAt),
+      d.lastError,
+    ]),
+  );
 }

@@ -18,6 +18,11 @@ import type {
   BulkRerunRequest,
   HandlerSettingsRequest,
   HandlerView,
+  WebhookCreated,
+  WebhookDeliveryList,
+  WebhookDeliveryView,
+  WebhookRequest,
+  WebhookView,
   IdempotentPipelineCreateRequest,
   IdempotentPipelineCreateResponse,
   PipelineDefinition,
@@ -290,6 +295,43 @@ export function createClient(options: ClientOptions) {
     },
   };
 
+  const webhooks = {
+    /** The application's webhooks, by name (never their secrets). */
+    list(): Promise<WebhookView[]> {
+      return body(raw.GET('/webhooks')).then((r) => r.items);
+    },
+    get(name: string): Promise<WebhookView> {
+      return body(raw.GET('/webhooks/{name}', { params: { path: { name } } }));
+    },
+    /**
+     * PUT /webhooks/{name}: creates it, and only then answers its signing secret (`secret`), or
+     * replaces its url, events and enabled.
+     */
+    put(name: string, webhook: WebhookRequest): Promise<WebhookView | WebhookCreated> {
+      return body(raw.PUT('/webhooks/{name}', { params: { path: { name } }, body: webhook }));
+    },
+    async delete(name: string): Promise<void> {
+      await body(raw.DELETE('/webhooks/{name}', { params: { path: { name } } }));
+    },
+    /** A page of the delivery log, newest first; pass `nextBefore` as `before` for the next one. */
+    deliveries(
+      name: string,
+      query: { limit?: number; before?: string } = {},
+    ): Promise<WebhookDeliveryList> {
+      return body(
+        raw.GET('/webhooks/{name}/deliveries', {
+          params: { path: { name }, query: withoutUndefined(query) },
+        }),
+      );
+    },
+    /** One more attempt now, under the same webhook-id. */
+    retryDelivery(name: string, id: string): Promise<WebhookDeliveryView> {
+      return body(
+        raw.POST('/webhooks/{name}/deliveries/{id}/retry', { params: { path: { name, id } } }),
+      );
+    },
+  };
+
   const workers = {
     listPage(query: PageQuery = {}): Promise<Page<WorkerSummary>> {
       return body(raw.GET('/workers', { params: { query: withoutUndefined(query) } }));
@@ -318,6 +360,7 @@ export function createClient(options: ClientOptions) {
     schedules,
     handlers,
     operations,
+    webhooks,
     workers,
     version(): Promise<VersionInfo> {
       return body(raw.GET('/version'));

@@ -453,6 +453,85 @@ export type paths = {
     patch?: never;
     trace?: never;
   };
+  '/webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List the webhooks of the application */
+    get: operations['listWebhooks'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/webhooks/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a webhook */
+    get: operations['getWebhook'];
+    /**
+     * Create or replace a webhook
+     * @description Creates the webhook and answers its signing secret (`whsec_…`), the only time it is shown; a PUT of an existing name replaces its url, events and enabled and keeps its secret. A target whose host resolves to a private, loopback or link-local address is refused unless the service runs with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. Deliveries are POSTs of `{type, timestamp, data}` signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`), at least once, from an outbox written in the transaction of the change; a non-2xx answer, a redirect or a timeout is retried on the Standard Webhooks schedule (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) under the same `webhook-id`.
+     */
+    put: operations['putWebhook'];
+    post?: never;
+    /** Delete a webhook and its deliveries */
+    delete: operations['deleteWebhook'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/webhooks/{name}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The delivery log of a webhook
+     * @description Newest first: status, attempts, the last response code or error, and when a Pending delivery is attempted next.
+     */
+    get: operations['listWebhookDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/webhooks/{name}/deliveries/{id}/retry': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Attempt a delivery again now
+     * @description One more attempt now, under the same `webhook-id`, whatever the delivery status (a Delivered one is sent again); the request body is ignored.
+     */
+    post: operations['retryWebhookDelivery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/workers': {
     parameters: {
       query?: never;
@@ -1885,6 +1964,112 @@ export type components = {
       builtAt: string | null;
     };
     /**
+     * WebhookCreated
+     * @description a webhook just created, with its signing secret
+     */
+    WebhookCreated: {
+      name: string;
+      url: string;
+      events: (
+        | 'pipeline.completed'
+        | 'pipeline.failed'
+        | 'pipeline.cancelled'
+        | 'stage.failed'
+        | 'stage.waiting_for_approval'
+        | 'schedule.run_missed'
+      )[];
+      enabled: boolean;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      updatedAt: string;
+      /** @description the Standard Webhooks signing secret (whsec_…), shown in this answer only */
+      secret: string;
+    };
+    /**
+     * WebhookDeliveryList
+     * @description a webhook's deliveries, newest first
+     */
+    WebhookDeliveryList: {
+      items: components['schemas']['WebhookDeliveryView'][];
+      /** @description pass as `before` for the next, older page; null on the last one */
+      nextBefore: string | null;
+    };
+    /**
+     * WebhookDeliveryView
+     * @description one event for one webhook, and how its attempts went
+     */
+    WebhookDeliveryView: {
+      /** @description the webhook-id header, the same on every attempt */
+      id: string;
+      /** @enum {string} */
+      eventType:
+        | 'pipeline.completed'
+        | 'pipeline.failed'
+        | 'pipeline.cancelled'
+        | 'stage.failed'
+        | 'stage.waiting_for_approval'
+        | 'schedule.run_missed';
+      /** @enum {string} */
+      status: 'Pending' | 'Delivered' | 'Failed';
+      attempts: number;
+      lastResponseCode: number | null;
+      lastError: string | null;
+      /**
+       * Format: date-time
+       * @description when a Pending delivery is attempted next
+       */
+      nextAttemptAt: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      deliveredAt: string | null;
+    };
+    /**
+     * WebhookList
+     * @description the application's webhooks, by name
+     */
+    WebhookList: {
+      items: components['schemas']['WebhookView'][];
+    };
+    /** WebhookRequest */
+    WebhookRequest: {
+      /** @description http or https, without credentials; a private, loopback or link-local address is refused unless the service allows private networks. No control characters (Unicode category Cc). */
+      url: string;
+      /** @description the events it takes */
+      events: (
+        | 'pipeline.completed'
+        | 'pipeline.failed'
+        | 'pipeline.cancelled'
+        | 'stage.failed'
+        | 'stage.waiting_for_approval'
+        | 'schedule.run_missed'
+      )[];
+      /** @description default true; a disabled webhook takes no new events and its pending deliveries wait */
+      enabled?: boolean;
+    };
+    /**
+     * WebhookView
+     * @description a webhook of the application; its secret is shown only when it is created
+     */
+    WebhookView: {
+      name: string;
+      url: string;
+      events: (
+        | 'pipeline.completed'
+        | 'pipeline.failed'
+        | 'pipeline.cancelled'
+        | 'stage.failed'
+        | 'stage.waiting_for_approval'
+        | 'schedule.run_missed'
+      )[];
+      enabled: boolean;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      updatedAt: string;
+    };
+    /**
      * WorkerCounters
      * @description counters of the latest heartbeat that carried them; null when never reported
      */
@@ -2117,6 +2302,12 @@ export type components = {
     operationId: number;
     /** @description handler name (URL-encoded), as stages name it (`stageHandlerName`): 1..300 characters, matched exactly */
     handlerName: string;
+    /** @description webhook name: 1..100 letters, digits, `.`, `_` or `-`, starting with a letter or digit */
+    webhookName: string;
+    /** @description delivery id, the webhook-id header of its attempts */
+    deliveryId: string;
+    /** @description the `nextBefore` of the previous page: the deliveries older than that one */
+    deliveriesBefore: string;
   };
   requestBodies: never;
   headers: {
@@ -3061,6 +3252,205 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       /** @description the body is over 65536 bytes */
       413: components['responses']['PayloadTooLarge'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  listWebhooks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the webhooks, by name, without their secrets */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookList'];
+        };
+      };
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  getWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description webhook name: 1..100 letters, digits, `.`, `_` or `-`, starting with a letter or digit */
+        name: components['parameters']['webhookName'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the webhook, without its secret */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookView'];
+        };
+      };
+      /** @description invalid `name` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description no webhook of this name */
+      404: components['responses']['NotFound'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  putWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description webhook name: 1..100 letters, digits, `.`, `_` or `-`, starting with a letter or digit */
+        name: components['parameters']['webhookName'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['WebhookRequest'];
+      };
+    };
+    responses: {
+      /** @description replaced */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookView'];
+        };
+      };
+      /** @description created; the answer carries the signing secret */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookCreated'];
+        };
+      };
+      /** @description validation, with per-field messages (a refused target on `/url`) */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description the application has 50 webhooks already */
+      409: components['responses']['Conflict'];
+      /** @description the body is over 65536 bytes */
+      413: components['responses']['PayloadTooLarge'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  deleteWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description webhook name: 1..100 letters, digits, `.`, `_` or `-`, starting with a letter or digit */
+        name: components['parameters']['webhookName'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description invalid `name` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description no webhook of this name */
+      404: components['responses']['NotFound'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  listWebhookDeliveries: {
+    parameters: {
+      query?: {
+        /** @description page size */
+        limit?: components['parameters']['limit'];
+        /** @description the `nextBefore` of the previous page: the deliveries older than that one */
+        before?: components['parameters']['deliveriesBefore'];
+      };
+      header?: never;
+      path: {
+        /** @description webhook name: 1..100 letters, digits, `.`, `_` or `-`, starting with a letter or digit */
+        name: components['parameters']['webhookName'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description a page of deliveries */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDeliveryList'];
+        };
+      };
+      /** @description invalid `name`, `limit` or `before` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description no webhook of this name */
+      404: components['responses']['NotFound'];
+      /** @description unexpected failure */
+      500: components['responses']['InternalError'];
+    };
+  };
+  retryWebhookDelivery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description webhook name: 1..100 letters, digits, `.`, `_` or `-`, starting with a letter or digit */
+        name: components['parameters']['webhookName'];
+        /** @description delivery id, the webhook-id header of its attempts */
+        id: components['parameters']['deliveryId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the delivery, Pending, due now */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDeliveryView'];
+        };
+      };
+      /** @description invalid `name` or `id` */
+      400: components['responses']['BadRequest'];
+      /** @description missing or invalid X-API-Key */
+      401: components['responses']['Unauthorized'];
+      /** @description no webhook of this name, or no such delivery of it */
+      404: components['responses']['NotFound'];
       /** @description unexpected failure */
       500: components['responses']['InternalError'];
     };

@@ -5,6 +5,7 @@ import { PIPELINE_STATUSES } from '../pipelines.js';
 import { SCHEDULE_STATUSES } from '../schedules.js';
 import { API_VERSION } from '../system.js';
 import { WORKER_ID_MAX_CHARS } from '../worker-activity.js';
+import { WEBHOOK_NAME_MAX } from '../webhooks.js';
 import { OPERATIONS, SECURITY, TAGS } from './operations/index.js';
 import type { OperationSpec } from './operations/index.js';
 import { componentRef, componentSchemas } from './schemas.js';
@@ -245,7 +246,8 @@ function parameters(): OpenApiDocument['components']['parameters'] {
       name: 'id',
       in: 'path',
       required: true,
-      description: 'operation id (POST /pipelines/bulk-rerun or bulk-cancel): digits without leading zeros',
+      description:
+        'operation id (POST /pipelines/bulk-rerun or bulk-cancel): digits without leading zeros',
       schema: { ...id },
     },
     handlerName: {
@@ -255,6 +257,32 @@ function parameters(): OpenApiDocument['components']['parameters'] {
       description:
         'handler name (URL-encoded), as stages name it (`stageHandlerName`): 1..300 characters, matched exactly',
       schema: { type: 'string', minLength: 1, maxLength: limits.stageHandlerNameChars },
+    },
+    webhookName: {
+      name: 'name',
+      in: 'path',
+      required: true,
+      description: `webhook name: 1..${WEBHOOK_NAME_MAX} letters, digits, \`.\`, \`_\` or \`-\`, starting with a letter or digit`,
+      schema: {
+        type: 'string',
+        minLength: 1,
+        maxLength: WEBHOOK_NAME_MAX,
+        pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
+      },
+    },
+    deliveryId: {
+      name: 'id',
+      in: 'path',
+      required: true,
+      description: 'delivery id, the webhook-id header of its attempts',
+      schema: { type: 'string', pattern: '^msg_[0-9a-f]{32}$' },
+    },
+    deliveriesBefore: {
+      name: 'before',
+      in: 'query',
+      required: false,
+      description: 'the `nextBefore` of the previous page: the deliveries older than that one',
+      schema: { type: 'string', pattern: '^msg_[0-9a-f]{32}$' },
     },
   };
 }

@@ -6,6 +6,7 @@ import { SCHEDULE_OPERATIONS } from './schedules.js';
 import type { OperationSpec } from './spec.js';
 import { SYSTEM_OPERATIONS } from './system.js';
 import { WORKER_ACTIVITY_OPERATIONS } from './worker-activity.js';
+import { WEBHOOK_OPERATIONS } from './webhooks.js';
 import { WORKER_PROTOCOL_OPERATIONS } from './worker-protocol.js';
 
 export { SECURITY, TAGS } from './spec.js';
@@ -17,6 +18,7 @@ export const OPERATIONS: OperationSpec[] = [
   ...BULK_OPERATIONS,
   ...SCHEDULE_OPERATIONS,
   ...HANDLER_OPERATIONS,
+  ...WEBHOOK_OPERATIONS,
   ...WORKER_ACTIVITY_OPERATIONS,
   ...DASHBOARD_OPERATIONS,
   ...WORKER_PROTOCOL_OPERATIONS,

@@ -18,7 +18,11 @@ type Parameter =
   | 'createdBefore'
   | 'stageHandlerName'
   | 'handlerName'
-  | 'operationId';
+  | 'operationId'
+  // Webhooks (decision 0134)
+  | 'webhookName'
+  | 'deliveryId'
+  | 'deliveriesBefore';
 
 interface Success {
   description: string;
@@ -55,6 +59,7 @@ export const PIPELINES = 'Pipelines';
 export const SCHEDULES = 'Schedules';
 export const HANDLERS = 'Handlers';
 export const OPERATIONS_TAG = 'Operations';
+export const WEBHOOKS = 'Webhooks';
 export const WORKER_PROTOCOL = 'Worker protocol';
 export const WORKER_ACTIVITY = 'Worker activity';
 export const SYSTEM = 'System';
@@ -72,6 +77,11 @@ export const TAGS = [
     name: OPERATIONS_TAG,
     description:
       'Bulk rerun and cancel of the pipelines a filter matches, run by the service at a set pace (api-gateway, pipeline-service).',
+  },
+  {
+    name: WEBHOOKS,
+    description:
+      'Signed webhooks (Standard Webhooks) of pipeline, stage and schedule events, and their delivery log (api-gateway; delivered by pipeline-service).',
   },
   {
     name: WORKER_PROTOCOL,
