@@ -13,6 +13,7 @@ import OverviewPage from './pages/OverviewPage';
 import PipelinesPage from './pages/PipelinesPage';
 import SchedulePage from './pages/SchedulePage';
 import SchedulesPage from './pages/SchedulesPage';
+import WebhooksPage from './pages/WebhooksPage';
 import WorkersPage from './pages/WorkersPage';
 
 // The list pages are in the main chunk: a lazily loaded route is revealed only after React's
@@ -26,6 +27,7 @@ const NAV = [
   { to: '/schedules', label: 'Schedules', end: false },
   { to: '/handlers', label: 'Handlers', end: false },
   { to: '/workers', label: 'Workers', end: false },
+  { to: '/webhooks', label: 'Webhooks', end: false },
 ];
 
 function Header() {
@@ -90,6 +92,7 @@ export function App() {
               <Route path="schedules" element={<SchedulesPage />} />
               <Route path="schedules/:name" element={<SchedulePage />} />
               <Route path="handlers" element={<HandlersPage />} />
+              <Route path="webhooks" element={<WebhooksPage />} />
               <Route path="workers" element={<WorkersPage />} />
               <Route path="*" element={<NotFoundPage />} />
             </Routes>

@@ -109,7 +109,12 @@ export class ApiClient {
     return this.#send<T>('PUT', path, body);
   }
 
-  #send<T>(method: 'POST' | 'PUT', path: string, body?: unknown): Promise<T | null> {
+  /** DELETE (DELETE /webhooks/{name}); resolves with null for the empty answer. */
+  delete(path: string): Promise<null> {
+    return this.#send<null>('DELETE', path);
+  }
+
+  #send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T | null> {
     return this.#call(async () => {
       const headers = this.#headers();
       if (body !== undefined) headers['Content-Type'] = 'application/json';

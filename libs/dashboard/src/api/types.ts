@@ -17,6 +17,10 @@ import type {
   StageLog,
   StageResponse,
   StageStatus,
+  WebhookCreated,
+  WebhookDeliveryList,
+  WebhookDeliveryView,
+  WebhookView,
   WorkerEventRecord,
   WorkerSummary,
 } from '@po/client';
@@ -34,6 +38,10 @@ export type {
   ScheduleTriggerResponse,
   StageLog,
   StageStatus,
+  WebhookCreated,
+  WebhookDeliveryList,
+  WebhookDeliveryView,
+  WebhookView,
   WorkerEventRecord,
   WorkerSummary,
 };

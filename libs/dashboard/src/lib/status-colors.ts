@@ -36,6 +36,10 @@ const BY_STATUS: Record<string, ToneName> = {
   Archived: 'neutral',
   Created: 'active',
   Queued: 'waiting',
+  // webhooks and their deliveries
+  Delivered: 'good',
+  Enabled: 'good',
+  Disabled: 'neutral',
   healthy: 'good',
   degraded: 'attention',
   failing: 'bad',
