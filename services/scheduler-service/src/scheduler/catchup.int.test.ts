@@ -16,16 +16,25 @@ beforeEach(() => {
   h.clock.now = T0;
 });
 afterEach(async () => {
-  await h.db.schedule.updateMany({ data: { status: 'Archived', nextTickAt: null, nextRunAt: null } });
+  await h.db.schedule.updateMany({
+    data: { status: 'Archived', nextTickAt: null, nextRunAt: null },
+  });
 });
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
-const tickTimes = async (scheduleId: number) => (await h.runs(scheduleId)).map((r) => [r.trigger, r.scheduledFor.toISOString()]);
+const tickTimes = async (scheduleId: number) =>
+  (await h.runs(scheduleId)).map((r) => [r.trigger, r.scheduledFor.toISOString()]);
 
 describe('catch-up after an outage (the clock jumps 1 h)', () => {
   const outage = async (catchupPolicy: string, catchupMax = 10) => {
-    const s = await h.createSchedule({ kind: 'Interval', intervalSeconds: 600, catchupPolicy, catchupMax, overlapPolicy: 'Allow' });
+    const s = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 600,
+      catchupPolicy,
+      catchupMax,
+      overlapPolicy: 'Allow',
+    });
     const start = h.clock.now.getTime();
     h.advance(HOUR + 90_000); // ticks at +10 min .. +60 min were due while no scheduler ran
     await h.pass();
@@ -39,10 +48,44 @@ describe('catch-up after an outage (the clock jumps 1 h)', () => {
     expect(h.logLines.some((l) => l.includes('"missed":6'))).toBe(true);
   });
 
+  it('writes a schedule.run_missed webhook event in the firing transaction; ticks within the grace write none', async () => {
+    await h.db.$executeRaw`INSERT INTO webhooks (application_id, name, url, events, secret)
+      VALUES (${h.applicationId}, 'missed', 'http://hooks.example/missed', ARRAY['schedule.run_missed'], 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0')`;
+    const events = () =>
+      h.db.$queryRaw<
+        { body: string }[]
+      >`SELECT body FROM webhook_deliveries WHERE application_id = ${h.applicationId} ORDER BY created_at`;
+    try {
+      const onTime = await h.createSchedule({
+        kind: 'Interval',
+        intervalSeconds: 600,
+        overlapPolicy: 'Allow',
+      });
+      h.advance(600_000 + 30_000); // within the 60 s grace
+      await h.pass();
+      expect((await h.runs(onTime.id)).map((r) => r.trigger)).toEqual(['Scheduled']);
+      expect(await events()).toEqual([]);
+      await h.db.schedule.updateMany({ data: { status: 'Archived', nextTickAt: null, nextRunAt: null } });
+
+      const { s } = await outage('One');
+      const [event] = await events();
+      expect(JSON.parse(event!.body)).toMatchObject({
+        type: 'schedule.run_missed',
+        data: { scheduleId: s.id, scheduleName: s.name, missedTicks: 6, catchupRuns: 1 },
+      });
+      expect(await events()).toHaveLength(1);
+    } finally {
+      await h.db.$executeRaw`DELETE FROM webhooks WHERE application_id = ${h.applicationId}`;
+    }
+  });
+
   it('One: one Catchup run, for the latest missed tick', async () => {
     const { s, tick } = await outage('One');
     expect(await tickTimes(s.id)).toEqual([['Catchup', tick(6)]]);
-    expect((await h.runs(s.id))[0]).toMatchObject({ status: 'Created', pipelineStatus: 'NotStarted' });
+    expect((await h.runs(s.id))[0]).toMatchObject({
+      status: 'Created',
+      pipelineStatus: 'NotStarted',
+    });
     expect((await h.schedule(s.id)).nextRunAt!.toISOString()).toBe(tick(7));
   });
 
@@ -58,7 +101,12 @@ describe('catch-up after an outage (the clock jumps 1 h)', () => {
   });
 
   it('catch-up runs pass through overlap: under Skip only the first creates', async () => {
-    const s = await h.createSchedule({ kind: 'Interval', intervalSeconds: 600, catchupPolicy: 'All', overlapPolicy: 'Skip' });
+    const s = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 600,
+      catchupPolicy: 'All',
+      overlapPolicy: 'Skip',
+    });
     h.advance(HOUR + 90_000);
     await h.pass();
     expect((await h.runs(s.id)).map((r) => [r.trigger, r.status, r.reason])).toEqual([
@@ -68,14 +116,23 @@ describe('catch-up after an outage (the clock jumps 1 h)', () => {
   });
 
   it('a year-long outage of a 10-second schedule costs the same: counted, not walked', async () => {
-    const s = await h.createSchedule({ kind: 'Interval', intervalSeconds: 10, catchupPolicy: 'All', catchupMax: 3, overlapPolicy: 'Allow' });
+    const s = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 10,
+      catchupPolicy: 'All',
+      catchupMax: 3,
+      overlapPolicy: 'Allow',
+    });
     const start = h.clock.now.getTime();
     h.advance(365 * 24 * HOUR + 5000);
     const now = h.clock.now.getTime();
     const started = performance.now();
     await h.pass();
     expect(performance.now() - started).toBeLessThan(5000);
-    const ticks = Array.from({ length: Math.floor((now - start) / 10_000) }, (_, i) => start + (i + 1) * 10_000);
+    const ticks = Array.from(
+      { length: Math.floor((now - start) / 10_000) },
+      (_, i) => start + (i + 1) * 10_000,
+    );
     const missed = ticks.filter((t) => now - t > 60_000);
     const withinGrace = ticks.filter((t) => now - t <= 60_000);
     expect(withinGrace).toHaveLength(6);
@@ -89,28 +146,52 @@ describe('catch-up after an outage (the clock jumps 1 h)', () => {
 
 describe('the misfire grace', () => {
   it('a tick handled within SCHEDULER_MISFIRE_GRACE_SECONDS fires normally; later it is missed', async () => {
-    const onTime = await h.createSchedule({ kind: 'Interval', intervalSeconds: 300, catchupPolicy: 'None' });
-    const late = await h.createSchedule({ kind: 'Interval', intervalSeconds: 400, catchupPolicy: 'None' });
+    const onTime = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 300,
+      catchupPolicy: 'None',
+    });
+    const late = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 400,
+      catchupPolicy: 'None',
+    });
     h.advance(300_000 + 60_000); // onTime's tick is exactly 60 s late: within the grace
     await h.pass();
     expect(await tickTimes(onTime.id)).toEqual([['Scheduled', onTime.nextTickAt!.toISOString()]]);
     h.clock.now = new Date(late.nextTickAt!.getTime() + 60_001); // late's tick is 60.001 s late
     await h.pass();
     expect(await h.runs(late.id)).toEqual([]);
-    expect((await h.schedule(late.id)).nextTickAt).toEqual(new Date(late.nextTickAt!.getTime() + 400_000));
+    expect((await h.schedule(late.id)).nextTickAt).toEqual(
+      new Date(late.nextTickAt!.getTime() + 400_000),
+    );
   });
 
   it('several ticks within the grace all fire as Scheduled', async () => {
-    const s = await h.createSchedule({ kind: 'Interval', intervalSeconds: 10, overlapPolicy: 'Allow' });
+    const s = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 10,
+      overlapPolicy: 'Allow',
+    });
     h.advance(45_000);
     await h.pass();
-    expect((await tickTimes(s.id)).map(([trigger]) => trigger)).toEqual(['Scheduled', 'Scheduled', 'Scheduled', 'Scheduled']);
+    expect((await tickTimes(s.id)).map(([trigger]) => trigger)).toEqual([
+      'Scheduled',
+      'Scheduled',
+      'Scheduled',
+      'Scheduled',
+    ]);
   });
 });
 
 describe('pause and resume', () => {
   it('a paused schedule fires nothing; after resume no backlog is owed, whatever the catch-up policy', async () => {
-    const s = await h.createSchedule({ kind: 'Interval', intervalSeconds: 60, catchupPolicy: 'All', overlapPolicy: 'Allow' });
+    const s = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 60,
+      catchupPolicy: 'All',
+      overlapPolicy: 'Allow',
+    });
     h.advance(MINUTE);
     await h.pass();
     await h.pause(s.id);
@@ -140,7 +221,11 @@ describe('Once', () => {
     h.advance(HOUR);
     await h.pass();
     expect(await tickTimes(s.id)).toEqual([['Scheduled', runAt.toISOString()]]);
-    expect(await h.schedule(s.id)).toMatchObject({ status: 'Active', nextRunAt: null, nextTickAt: null });
+    expect(await h.schedule(s.id)).toMatchObject({
+      status: 'Active',
+      nextRunAt: null,
+      nextTickAt: null,
+    });
   });
 
   it('a missed Once follows the catch-up policy', async () => {
@@ -158,7 +243,11 @@ describe('Once', () => {
 describe('Cron and jitter', () => {
   it('fires a Cron schedule on its local minutes and moves to the next one', async () => {
     h.clock.now = new Date('2030-03-05T08:59:30.000Z'); // 09:59:30 in Berlin
-    const s = await h.createSchedule({ kind: 'Cron', cronExpression: '0 10 * * *', timeZone: 'Europe/Berlin' });
+    const s = await h.createSchedule({
+      kind: 'Cron',
+      cronExpression: '0 10 * * *',
+      timeZone: 'Europe/Berlin',
+    });
     expect(s.nextRunAt!.toISOString()).toBe('2030-03-05T09:00:00.000Z');
     h.advance(30_000);
     await h.pass();
@@ -167,7 +256,11 @@ describe('Cron and jitter', () => {
   });
 
   it('fires at tick + jitter and records the unjittered tick in scheduledFor', async () => {
-    const s = await h.createSchedule({ kind: 'Interval', intervalSeconds: 600, jitterSeconds: 300 });
+    const s = await h.createSchedule({
+      kind: 'Interval',
+      intervalSeconds: 600,
+      jitterSeconds: 300,
+    });
     const tick = s.nextTickAt!;
     const offset = jitterOffsetMs(s.id, tick, 300);
     expect(s.nextRunAt).toEqual(new Date(tick.getTime() + offset));
@@ -178,6 +271,8 @@ describe('Cron and jitter', () => {
     await h.pass();
     expect(await tickTimes(s.id)).toEqual([['Scheduled', tick.toISOString()]]);
     const next = new Date(tick.getTime() + 600_000);
-    expect((await h.schedule(s.id)).nextRunAt).toEqual(new Date(next.getTime() + jitterOffsetMs(s.id, next, 300)));
+    expect((await h.schedule(s.id)).nextRunAt).toEqual(
+      new Date(next.getTime() + jitterOffsetMs(s.id, next, 300)),
+    );
   });
 });
