@@ -111,6 +111,8 @@ export function sendWebhook(s: WebhookSend): Promise<WebhookSendResult> {
         ),
       );
       res.on('error', (err) => settle({ ok: false, status, error: err.message }));
+      // Cut off before its end (a deadline, a reset) without an error event: still one answer.
+      res.on('close', () => settle({ ok: false, status, error: 'the connection closed before the answer ended' }));
     });
     req.on('error', (err) =>
       settle({

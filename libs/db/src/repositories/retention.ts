@@ -30,7 +30,8 @@ export type RetentionTable =
   | 'worker_sessions'
   | 'workers'
   | 'schedule_runs'
-  | 'system_logs';
+  | 'system_logs'
+  | 'webhook_deliveries';
 
 /** One kind of batch: deletes at most `limit` candidates older than `cutoff`. */
 export type RetentionStep = (sql: Sql, cutoff: Date, limit: number) => Promise<RetentionBatch>;
@@ -221,6 +222,18 @@ const DELETE_SCHEDULE_RUNS = counted(
    RETURNING 1`,
 );
 
+/**
+ * Webhook deliveries that ended (Delivered or Failed) and were created before the cutoff: they
+ * follow the pipelines they were about (decision 0134). A Pending one is kept, however old.
+ */
+const DELETE_WEBHOOK_DELIVERIES = counted(
+  'retention_delete_webhook_deliveries',
+  `DELETE FROM webhook_deliveries WHERE id IN (
+     SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'Pending'
+     ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+   RETURNING 1`,
+);
+
 /** A one-statement batch (autocommit: its own transaction). */
 const single =
   (table: RetentionTable, s: ReturnType<typeof counted>): RetentionStep =>
@@ -234,10 +247,11 @@ export const deleteOldSystemLogs = single('system_logs', DELETE_SYSTEM_LOGS);
 export const deleteOldWorkerSessions = single('worker_sessions', DELETE_WORKER_SESSIONS);
 export const deleteIdleWorkers = single('workers', DELETE_WORKERS);
 export const deleteOldScheduleRuns = single('schedule_runs', DELETE_SCHEDULE_RUNS);
+export const deleteOldWebhookDeliveries = single('webhook_deliveries', DELETE_WEBHOOK_DELIVERIES);
 
 /** The steps of each family, in order: each is repeated while its batches come back full. */
 export const RETENTION_STEPS: Readonly<Record<RetentionFamily, readonly RetentionStep[]>> = {
-  pipelines: [deleteExpiredPipelines],
+  pipelines: [deleteExpiredPipelines, deleteOldWebhookDeliveries],
   workerEvents: [deleteOldWorkerEvents],
   // Sessions first: a worker row goes once its last session has.
   workerSessions: [deleteOldWorkerSessions, deleteIdleWorkers],

@@ -152,6 +152,29 @@ describe('system logs (RETENTION_SYSTEM_LOGS_DAYS, default 30)', () => {
   });
 });
 
+describe('webhook deliveries (with the pipelines: RETENTION_PIPELINES_DAYS, default 30)', () => {
+  it('deletes ended deliveries created more than 30 days ago; keeps newer ones and any still Pending', async () => {
+    const app = (await db().application.create({ data: { name: 'hooks' } })).id;
+    const [hook] = await db().$queryRaw<
+      { id: bigint }[]
+    >`INSERT INTO webhooks (application_id, name, url, events, secret)
+      VALUES (${app}, 'h', 'http://hooks.example/h', ARRAY['pipeline.failed'], 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0') RETURNING id`;
+    const delivery = async (id: string, status: string, createdDaysAgo: number) =>
+      db()
+        .$executeRaw`INSERT INTO webhook_deliveries (id, application_id, webhook_id, event_type, body, status, created_at)
+        VALUES (${id}, ${app}, ${hook!.id}, 'pipeline.failed', '{}', ${status}, ${daysAgo(createdDaysAgo)})`;
+    await delivery('msg_old_delivered', 'Delivered', 31);
+    await delivery('msg_old_failed', 'Failed', 31);
+    await delivery('msg_old_pending', 'Pending', 31);
+    await delivery('msg_young', 'Delivered', 29);
+    await retentionRound(deps, DEFAULTS);
+    const left = await db().$queryRaw<
+      { id: string }[]
+    >`SELECT id FROM webhook_deliveries WHERE application_id = ${app} ORDER BY id`;
+    expect(left.map((r) => r.id)).toEqual(['msg_old_pending', 'msg_young']);
+  });
+});
+
 describe('schedule runs (RETENTION_SCHEDULE_RUNS_DAYS, default 30)', () => {
   it('deletes old runs but keeps what the scheduler and the schedule reads need', async () => {
     const anchor = new Date();

@@ -43,6 +43,8 @@ CREATE TABLE "webhook_deliveries" (
 
 -- The deliverers' claim: due Pending deliveries only.
 CREATE INDEX "webhook_deliveries_due_idx" ON "webhook_deliveries"("next_attempt_at") WHERE "status" = 'Pending';
+-- Retention: ended deliveries by age, with the pipelines (RETENTION_PIPELINES_DAYS).
+CREATE INDEX "webhook_deliveries_created_at_idx" ON "webhook_deliveries"("created_at");
 -- A webhook's delivery log, newest first.
 CREATE INDEX "webhook_deliveries_webhook_id_created_at_id_idx" ON "webhook_deliveries"("webhook_id", "created_at" DESC, "id" DESC);
 
