@@ -10,7 +10,8 @@
 // "from":"failed","maxPerSecond":BENCH_BULK_RATE}` starts the redrive; `GET /operations/{id}`
 // is read every second until it ends. Reported: the operation's achieved rate (items done per
 // second between its first and last progress), how long it took, the reruns completed, and the
-// other traffic's created → completed latency (p50/p99) alone and while the operation ran.
+// other traffic's created → completed latency (p50/p99) alone and while the operation ran, and by
+// 5-second slices of the operation (where the tail comes from).
 //
 // Environment (defaults in brackets):
 //   BENCH_BULK_PIPELINES          failed pipelines to rerun [10000]
@@ -83,14 +84,24 @@ async function seedFailed(db, cluster) {
   );
 }
 
-/** created → finished of the other traffic's pipelines (ms), split at `splitAt` (epoch ms) by creation. */
-async function otherLatencies(db, ids, from, to) {
+/** created → finished of the other traffic's pipelines created in [from, to) (epoch ms): { created, ms }. */
+async function otherRuns(db, ids, from, to) {
   const { rows } = await db.query(
     `SELECT extract(epoch FROM created_at) * 1000 AS created, extract(epoch FROM finished_at - created_at) * 1000 AS ms
      FROM pipelines WHERE id = ANY($1::bigint[]) AND status = 'Completed'`,
     [ids],
   );
-  return rows.filter((r) => r.created >= from && r.created < to).map((r) => Number(r.ms));
+  return rows.map((r) => ({ created: Number(r.created), ms: Number(r.ms) })).filter((r) => r.created >= from && r.created < to);
+}
+
+/** The runs' latencies by slices of `sliceMs` from `from`: where in the operation the tail comes from. */
+function bySlice(runs, from, sliceMs) {
+  const slices = new Map();
+  for (const r of runs) {
+    const k = Math.floor((r.created - from) / sliceMs);
+    slices.set(k, [...(slices.get(k) ?? []), r.ms]);
+  }
+  return [...slices.entries()].sort((a, b) => a[0] - b[0]).map(([k, ms]) => ({ fromS: (k * sliceMs) / 1000, ...summarize(ms) }));
 }
 
 export async function benchBulkRerun(log = console.log) {
@@ -134,8 +145,9 @@ export async function benchBulkRerun(log = console.log) {
     const { rows: reruns } = await db.query(
       `SELECT count(*) FILTER (WHERE status = 'Completed')::int AS completed, count(*)::int AS n FROM pipelines WHERE rerun_of IS NOT NULL`,
     );
-    const alone = await otherLatencies(db, ids, trafficStarted + 2000, opStarted);
-    const during = await otherLatencies(db, ids, opStarted, opEnded);
+    const alone = (await otherRuns(db, ids, trafficStarted + 2000, opStarted)).map((r) => r.ms);
+    const duringRuns = await otherRuns(db, ids, opStarted, opEnded);
+    const during = duringRuns.map((r) => r.ms);
     log(
       JSON.stringify({
         bench: 'bulk-rerun',
@@ -156,6 +168,7 @@ export async function benchBulkRerun(log = console.log) {
           answers: answerCounts(answers),
           aloneMs: summarize(alone),
           duringMs: summarize(during),
+          duringBy5s: bySlice(duringRuns, opStarted, 5000),
         },
       }),
     );
