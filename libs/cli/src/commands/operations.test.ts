@@ -1,9 +1,8 @@
 // `po pipelines rerun|cancel` by id or by filters (a bulk operation), and `po operations`, against
 // a stand-in client: what each command asks the API, and what it prints (decision 0133).
-import type { BulkRerunRequest, OperationView, PoClient } from '@po/client';
+import type { BulkRerunRequest, OperationView } from '@po/client';
 import { describe, expect, it } from 'vitest';
-import { reportError } from '../errors.js';
-import { buildProgram } from '../program.js';
+import { runPo } from '../run-po.test-support.js';
 
 const operation = (over: Partial<OperationView> = {}): OperationView => ({
   id: 7,
@@ -28,10 +27,7 @@ const operation = (over: Partial<OperationView> = {}): OperationView => ({
 });
 
 async function po(args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
   const calls: [string, ...unknown[]][] = [];
-  const io = { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) };
   const client = {
     pipelines: {
       rerun: async (id: number, options: unknown) => {
@@ -55,21 +51,7 @@ async function po(args: string[]) {
       ),
     },
   };
-  let code = 0;
-  const program = buildProgram(
-    {
-      io,
-      makeClient: () => client as unknown as PoClient,
-      now: () => new Date('2026-11-28T12:00:00.000Z'),
-    },
-    (c) => (code = c),
-  );
-  try {
-    await program.parseAsync(['node', 'po', '--api-key', 'pos_k', ...args]);
-  } catch (e) {
-    code = reportError(e, io, 'table');
-  }
-  return { code, out: out.join('\n'), err: err.join('\n'), calls };
+  return { ...(await runPo(client, args)), calls };
 }
 
 describe('po pipelines rerun and cancel, one or in bulk', () => {

@@ -1,9 +1,8 @@
 // `po webhooks` against a stand-in client: what each command asks the API and what it prints
 // (decision 0134). The real API is in the gateway's integration tests and the webhooks e2e.
-import type { PoClient, WebhookDeliveryView, WebhookView } from '@po/client';
+import type { WebhookDeliveryView, WebhookView } from '@po/client';
 import { describe, expect, it } from 'vitest';
-import { reportError } from '../errors.js';
-import { buildProgram } from '../program.js';
+import { runPo } from '../run-po.test-support.js';
 
 const webhook: WebhookView = {
   name: 'ops',
@@ -26,10 +25,7 @@ const delivery: WebhookDeliveryView = {
 };
 
 async function po(args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
   const calls: unknown[][] = [];
-  const io = { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) };
   const client = {
     webhooks: {
       list: async () => (calls.push(['list']), [webhook]),
@@ -49,21 +45,7 @@ async function po(args: string[]) {
       ),
     },
   };
-  let code = 0;
-  const program = buildProgram(
-    {
-      io,
-      makeClient: () => client as unknown as PoClient,
-      now: () => new Date('2026-11-28T12:00:00.000Z'),
-    },
-    (c) => (code = c),
-  );
-  try {
-    await program.parseAsync(['node', 'po', '--api-key', 'pos_k', ...args]);
-  } catch (e) {
-    code = reportError(e, io, 'table');
-  }
-  return { code, out: out.join('\n'), err: err.join('\n'), calls };
+  return { ...(await runPo(client, args)), calls };
 }
 
 describe('po webhooks', () => {

@@ -17,9 +17,17 @@ import {
   type Queryable,
   type RerunFrom,
 } from '@po/db';
-import { DomainError, NotFound, PipelineTerminal, isTerminalPipeline, newTraceId, operationBudget } from '@po/domain';
+import {
+  DomainError,
+  NotFound,
+  PipelineTerminal,
+  isTerminalPipeline,
+  newTraceId,
+  operationBudget,
+} from '@po/domain';
 import { cancelLockedPipeline, lockPipelineRow, rerunPipeline } from '@po/engine';
 import type { Logger } from '@po/telemetry';
+import { startTicking } from '../ticking.js';
 
 /**
  * Runs bulk operations (decision 0133). Every tick it claims (or renews its claim of) Running
@@ -56,14 +64,15 @@ export interface OperationRunnerOptions {
   runnerId?: string;
 }
 
-export function startOperationRunner(deps: OperationRunnerDeps, options: OperationRunnerOptions): { stop(): Promise<void> } {
-  const runner = options.runnerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+export function startOperationRunner(
+  deps: OperationRunnerDeps,
+  options: OperationRunnerOptions,
+): { stop(): Promise<void> } {
+  const runner =
+    options.runnerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const clock = deps.clock ?? (() => new Date());
   const sql = sqlOf(deps.db);
   const pace = new Map<number, { at: number; carry: number }>();
-  let stopping = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
 
   /**
    * Applies `items` in one transaction, each behind a savepoint: one that cannot be applied (a
@@ -77,7 +86,10 @@ export function startOperationRunner(deps: OperationRunnerDeps, options: Operati
     const run = <T>(fn: (q: Queryable, tx: DbOrTx | null) => Promise<T>): Promise<T> =>
       op.kind === 'rerun'
         ? sql.transaction((q) => fn(q, null))
-        : deps.db.$transaction((tx) => fn(queryableOf(tx), tx), { timeout: 60_000, maxWait: 10_000 });
+        : deps.db.$transaction((tx) => fn(queryableOf(tx), tx), {
+            timeout: 60_000,
+            maxWait: 10_000,
+          });
     await run(async (q, tx) => {
       await q.query(LOCK_TIMEOUT);
       if (!(await lockRunningOperation(q, op.id))) return;
@@ -89,11 +101,19 @@ export function startOperationRunner(deps: OperationRunnerDeps, options: Operati
           let resultPipelineId: number | null = null;
           if (op.kind === 'rerun') {
             const from = (op.rerunFrom ?? 'failed') as RerunFrom;
-            const r = await rerunPipeline(q, { applicationId: op.applicationId, pipelineId, from, traceId: newTraceId(), now, readBack: false });
+            const r = await rerunPipeline(q, {
+              applicationId: op.applicationId,
+              pipelineId,
+              from,
+              traceId: newTraceId(),
+              now,
+              readBack: false,
+            });
             resultPipelineId = r.record.id;
           } else {
             const p = await lockPipelineRow(q, pipelineId);
-            if (!p || p.applicationId !== op.applicationId) throw new NotFound(`Pipeline ${pipelineId} not found.`);
+            if (!p || p.applicationId !== op.applicationId)
+              throw new NotFound(`Pipeline ${pipelineId} not found.`);
             if (isTerminalPipeline(p.status)) throw new PipelineTerminal(pipelineId, p.status);
             await cancelLockedPipeline(tx!, pipelineId, now);
           }
@@ -104,11 +124,25 @@ export function startOperationRunner(deps: OperationRunnerDeps, options: Operati
           if (!(err instanceof DomainError)) throw err;
           // It cannot be applied (not finished, already finished, deleted): counted, with why.
           await q.query(ROLLBACK_TO);
-          await settleOperationItem(q, op.id, pipelineId, { state: 'failed', reason: err.message }, now);
+          await settleOperationItem(
+            q,
+            op.id,
+            pipelineId,
+            { state: 'failed', reason: err.message },
+            now,
+          );
         }
       }
     });
-    for (const id of passFor) void deps.pass(id).catch((e: unknown) => deps.logger.warn({ err: e, pipelineId: id }, 'operation: pass after the item failed; the sweeper will retry'));
+    for (const id of passFor)
+      void deps
+        .pass(id)
+        .catch((e: unknown) =>
+          deps.logger.warn(
+            { err: e, pipelineId: id },
+            'operation: pass after the item failed; the sweeper will retry',
+          ),
+        );
   }
 
   async function work(op: OperationRecord): Promise<void> {
@@ -135,15 +169,24 @@ export function startOperationRunner(deps: OperationRunnerDeps, options: Operati
 
   async function tick(): Promise<void> {
     try {
-      const ops = await claimOperations(sql, runner, clock(), options.leaseSeconds ?? 5, options.maxOperations ?? 4);
+      const ops = await claimOperations(
+        sql,
+        runner,
+        clock(),
+        options.leaseSeconds ?? 5,
+        options.maxOperations ?? 4,
+      );
       const claimed = new Set(ops.map((o) => o.id));
       for (const id of pace.keys()) if (!claimed.has(id)) pace.delete(id);
       for (const op of ops) {
-        if (stopping) return;
+        if (ticking.stopping) return;
         try {
           await work(op);
         } catch (err) {
-          deps.logger.warn({ err, operationId: op.id }, 'operation: an item failed to apply; retried next tick');
+          deps.logger.warn(
+            { err, operationId: op.id },
+            'operation: an item failed to apply; retried next tick',
+          );
         }
       }
     } catch (err) {
@@ -151,18 +194,6 @@ export function startOperationRunner(deps: OperationRunnerDeps, options: Operati
     }
   }
 
-  const loop = () => {
-    if (stopping) return;
-    running = tick().finally(() => {
-      if (!stopping) timer = setTimeout(loop, options.tickMs);
-    });
-  };
-  timer = setTimeout(loop, options.tickMs);
-  return {
-    async stop() {
-      stopping = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  const ticking = startTicking(tick, options.tickMs);
+  return { stop: () => ticking.stop() };
 }

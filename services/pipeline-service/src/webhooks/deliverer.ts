@@ -7,6 +7,7 @@ import {
 import { nextWebhookAttemptIn } from '@po/domain';
 import { sendWebhook, type WebhookSendResult } from '@po/http';
 import type { Logger } from '@po/telemetry';
+import { startTicking } from '../ticking.js';
 
 /**
  * Delivers webhooks from the outbox (decision 0134). Every tick it takes the due deliveries
@@ -42,9 +43,6 @@ export function startWebhookDeliverer(
   const send = deps.send ?? sendWebhook;
   // Past the attempt's deadline, with room for the outcome's write.
   const leaseSeconds = options.timeoutMs / 1000 + 5;
-  let stopping = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
 
   async function attempt(d: DeliveryAttempt): Promise<void> {
     let result: WebhookSendResult;
@@ -101,24 +99,12 @@ export function startWebhookDeliverer(
         ),
       );
       // A full batch: more may be due now.
-      if (due.length === options.concurrency && !stopping) return tick();
+      if (due.length === options.concurrency && !ticking.stopping) return tick();
     } catch (err) {
       deps.logger.warn({ err }, 'webhook deliverer: claim failed; retried next tick');
     }
   }
 
-  const loop = () => {
-    if (stopping) return;
-    running = tick().finally(() => {
-      if (!stopping) timer = setTimeout(loop, options.tickMs);
-    });
-  };
-  timer = setTimeout(loop, options.tickMs);
-  return {
-    async stop() {
-      stopping = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  const ticking = startTicking(tick, options.tickMs);
+  return { stop: () => ticking.stop() };
 }
