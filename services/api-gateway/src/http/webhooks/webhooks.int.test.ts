@@ -45,7 +45,7 @@ async function deliveriesOf(name: string, key = gw.appA.key, query = '') {
       attempts: number;
       nextAttemptAt: string | null;
     }[];
-    nextBefore: string | null;
+    nextCursor: string | null;
   };
 }
 
@@ -294,17 +294,33 @@ describe('the outbox', () => {
     }
     const all = await deliveriesOf('paged');
     expect(all.items).toHaveLength(3);
-    expect(all.nextBefore).toBeNull();
+    expect(all.nextCursor).toBeNull();
     const first = await deliveriesOf('paged', gw.appA.key, '?limit=2');
     expect(first.items.map((i) => i.id)).toEqual(all.items.slice(0, 2).map((i) => i.id));
-    const second = await deliveriesOf('paged', gw.appA.key, `?limit=2&before=${first.nextBefore}`);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await deliveriesOf(
+      'paged',
+      gw.appA.key,
+      `?limit=2&cursor=${encodeURIComponent(first.nextCursor!)}`,
+    );
     expect(second.items.map((i) => i.id)).toEqual([all.items[2]!.id]);
-    expect(second.nextBefore).toBeNull();
+    expect(second.nextCursor).toBeNull();
     expectProblem(
-      await gw.call('GET', '/webhooks/paged/deliveries?before=nope'),
+      await gw.call('GET', '/webhooks/paged/deliveries?cursor=nope'),
       400,
       'validation_failed',
-      ['before'],
+      ['cursor'],
+    );
+    // A cursor is bound to its listing: another webhook's log refuses it.
+    await put('paged-other', { url: PUBLIC, events: ['pipeline.cancelled'] });
+    expectProblem(
+      await gw.call(
+        'GET',
+        `/webhooks/paged-other/deliveries?cursor=${encodeURIComponent(first.nextCursor!)}`,
+      ),
+      400,
+      'validation_failed',
+      ['cursor'],
     );
 
     const id = all.items[0]!.id;
