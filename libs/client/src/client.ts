@@ -313,10 +313,10 @@ export function createClient(options: ClientOptions) {
     async delete(name: string): Promise<void> {
       await body(raw.DELETE('/webhooks/{name}', { params: { path: { name } } }));
     },
-    /** A page of the delivery log, newest first; pass `nextBefore` as `before` for the next one. */
+    /** A page of the delivery log, newest first; pass `nextCursor` as `cursor` for the next one. */
     deliveries(
       name: string,
-      query: { limit?: number; before?: string } = {},
+      query: { limit?: number; cursor?: string } = {},
     ): Promise<WebhookDeliveryList> {
       return body(
         raw.GET('/webhooks/{name}/deliveries', {

@@ -74,8 +74,8 @@ export interface WebhookDeliveryView {
 
 export interface WebhookDeliveryList {
   items: WebhookDeliveryView[];
-  /** Pass as `before` for the next (older) page; null on the last one. */
-  nextBefore: string | null;
+  /** Pass as `cursor` for the next (older) page; null on the last one. */
+  nextCursor: string | null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,9 +155,9 @@ export const webhookDeliveryListSchema = response(
   'WebhookDeliveryList',
   {
     items: arrayOf(ref('WebhookDeliveryView')),
-    nextBefore: {
+    nextCursor: {
       ...nullable(str()),
-      description: 'pass as `before` for the next, older page; null on the last one',
+      description: 'pass as `cursor` for the next, older page; null on the last one',
     },
   },
   "a webhook's deliveries, newest first",
@@ -227,18 +227,4 @@ export function parseWebhookDeliveryId(raw: string): Validation<string> {
     ok: false,
     errors: [{ field: 'id', message: 'must be a delivery id (msg_ and 32 hex digits)' }],
   };
-}
-
-/** Query `before` of GET /webhooks/{name}/deliveries: a delivery id from `nextBefore`; null when absent. */
-export function parseDeliveriesBefore(
-  raw: string | readonly string[] | undefined,
-): Validation<string | null> {
-  if (raw === undefined) return { ok: true, value: null };
-  const id = typeof raw === 'string' ? parseWebhookDeliveryId(raw) : null;
-  return id?.ok
-    ? id
-    : {
-        ok: false,
-        errors: [{ field: 'before', message: 'must be one delivery id, as nextBefore gives it' }],
-      };
 }

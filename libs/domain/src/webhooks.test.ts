@@ -89,6 +89,15 @@ describe('isInternalAddress', () => {
     '::ffff:c0a8:1',
     '::7f00:1',
     '64:ff9b::a00:1',
+    // The same ranges in other spellings: written out, leading zeros, upper case, a zone id.
+    '0:0:0:0:0:0:0:1',
+    '0::1',
+    '0000:0000::',
+    '0:0:0:0:0:ffff:7f00:1',
+    '::ffff:0:7f00:1',
+    'FD12:3456::1',
+    'fe80::1%eth0',
+    'fc00:0:0:0:0:0:0:1',
     'not-an-address',
   ])('refuses %s', (address) => {
     expect(isInternalAddress(address)).toBe(true);
@@ -101,7 +110,9 @@ describe('isInternalAddress', () => {
     '192.169.0.1',
     '100.128.0.1',
     '2606:4700:4700::1111',
+    '2606:4700:4700:0:0:0:0:1111',
     '::ffff:8.8.8.8',
+    '0:0:0:0:0:ffff:808:808',
   ])('allows %s', (address) => {
     expect(isInternalAddress(address)).toBe(false);
   });

@@ -67,36 +67,53 @@ function privateV4(address: string): boolean {
 }
 
 /**
+ * The eight 16-bit groups of an IPv6 address in any of its spellings (zero runs written out or
+ * compressed, leading zeros, an IPv4 tail, a zone id); null when it is not one.
+ */
+function ipv6Groups(address: string): number[] | null {
+  const bare = address.split('%')[0]!.toLowerCase();
+  let text = bare;
+  const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
+  if (tail) {
+    if (isIP(tail[1]!) !== 4) return null;
+    const [a, b, c, d] = v4(tail[1]!) as [number, number, number, number];
+    text = `${bare.slice(0, -tail[1]!.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const part = (h: string) => (h === '' ? [] : h.split(':').map((g) => parseInt(g, 16)));
+  const head = part(halves[0]!);
+  const rest = halves.length === 2 ? part(halves[1]!) : [];
+  const zeros = halves.length === 2 ? 8 - head.length - rest.length : 0;
+  const groups = [...head, ...Array<number>(Math.max(zeros, 0)).fill(0), ...rest];
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : null;
+}
+
+/**
  * Whether a webhook may not be sent to this IP address unless private networks are allowed: a
- * private, loopback, link-local or otherwise internal range (IPv4, IPv6, and IPv4 in IPv6).
- * Anything that is not an IP address is refused as well.
+ * private, loopback, link-local or otherwise internal range (IPv4, IPv6, and IPv4 in IPv6), in
+ * any spelling of the address. Anything that is not an IP address is refused as well.
  */
 export function isInternalAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return privateV4(address);
   if (family !== 6) return true;
-  const a = address.toLowerCase();
-  const mapped =
-    /^(?:0{0,4}:){0,5}(?:0{0,4}:)?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a) ??
-    /^::(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) return privateV4(mapped[1]!);
-  // The same in hex, as URL parsing writes it: ::ffff:c0a8:1 is 192.168.0.1.
-  const mappedHex =
-    /^(?:0{0,4}:){0,5}(?:0{0,4}:)?ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a) ??
-    /^::([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
-  if (mappedHex) {
-    const hi = parseInt(mappedHex[1]!, 16);
-    const lo = parseInt(mappedHex[2]!, 16);
-    return privateV4(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
-  }
-  if (a === '::' || a === '::1') return true;
-  const first = parseInt(a.split(':')[0] || '0', 16);
+  const g = ipv6Groups(address);
+  if (!g) return true;
+  const v4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zeroUpTo = (n: number) => g.slice(0, n).every((x) => x === 0);
+  // ::, ::1 and the deprecated IPv4-compatible ::a.b.c.d (0.0.0.0/8 covers the first two).
+  if (zeroUpTo(6)) return privateV4(v4Of(g[6]!, g[7]!));
+  // IPv4-mapped ::ffff:a.b.c.d and IPv4-translated ::ffff:0:a.b.c.d.
+  if ((zeroUpTo(5) && g[5] === 0xffff) || (zeroUpTo(4) && g[4] === 0xffff && g[5] === 0))
+    return privateV4(v4Of(g[6]!, g[7]!));
+  const first = g[0]!;
   return (
     (first & 0xfe00) === 0xfc00 || // unique local fc00::/7
     (first & 0xffc0) === 0xfe80 || // link-local fe80::/10
     (first & 0xffc0) === 0xfec0 || // site-local (deprecated) fec0::/10
     (first & 0xff00) === 0xff00 || // multicast
-    a.startsWith('64:ff9b:') || // NAT64 can reach IPv4 private ranges
-    a.startsWith('2001:db8:') // documentation
+    (first === 0x64 && g[1] === 0xff9b) || // NAT64 can reach IPv4 private ranges
+    (first === 0x2001 && g[1] === 0xdb8) // documentation
   );
 }

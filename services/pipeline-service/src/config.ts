@@ -63,7 +63,7 @@ export function parseConfig(env: Record<string, string | undefined>): PipelineSe
 function retrySchedule(read: ReturnType<typeof envReader>): number[] {
   const raw = read.str('WEBHOOK_RETRY_SCHEDULE', '').trim();
   if (raw === '') return [...STANDARD_WEBHOOK_SCHEDULE];
-  const seconds = raw.split(',').map((s) => Number(s.trim()));
+  const seconds = raw.split(',').map((s) => (s.trim() === '' ? NaN : Number(s)));
   if (seconds.length > 20 || seconds.some((n) => !Number.isFinite(n) || n < 0 || n > 86_400)) {
     read.problem(
       'WEBHOOK_RETRY_SCHEDULE must be 1 to 20 comma-separated numbers of seconds, each 0 to 86400',

@@ -37,7 +37,7 @@ async function po(args: string[]) {
       delete: async (name: string) => void calls.push(['delete', name]),
       deliveries: async (name: string, query: unknown) => (
         calls.push(['deliveries', name, query]),
-        { items: [delivery], nextBefore: delivery.id }
+        { items: [delivery], nextCursor: 'next-page-cursor' }
       ),
       retryDelivery: async (name: string, id: string) => (
         calls.push(['retry', name, id]),
@@ -114,21 +114,19 @@ describe('po webhooks', () => {
     });
   });
 
-  it('deliveries pages with --limit and --before and says how to get the next page; retry retries one', async () => {
+  it('deliveries pages with --limit and --cursor and says how to get the next page; retry retries one', async () => {
     const page = await po([
       'webhooks',
       'deliveries',
       'ops',
       '--limit',
       '20',
-      '--before',
-      `msg_${'b'.repeat(32)}`,
+      '--cursor',
+      'this-page-cursor',
     ]);
-    expect(page.calls).toEqual([
-      ['deliveries', 'ops', { limit: 20, before: `msg_${'b'.repeat(32)}` }],
-    ]);
+    expect(page.calls).toEqual([['deliveries', 'ops', { limit: 20, cursor: 'this-page-cursor' }]]);
     expect(page.out).toMatch(/msg_a{32}\s+pipeline\.failed\s+Failed\s+8\s+500/);
-    expect(page.err).toBe(`more: --before msg_${'a'.repeat(32)}`);
+    expect(page.err).toBe('more: --cursor next-page-cursor');
     const retried = await po(['webhooks', 'retry', 'ops', delivery.id]);
     expect(retried.calls).toEqual([['retry', 'ops', delivery.id]]);
     expect(retried.out).toBe(`delivery ${delivery.id} of ops: Pending, attempt 9 due now`);

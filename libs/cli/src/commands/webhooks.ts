@@ -94,15 +94,15 @@ export function webhooksCommand(env: Environment): Command {
     .description('the delivery log of a webhook, newest first')
     .argument('<name>', 'webhook name')
     .option('--limit <n>', 'deliveries per page (1..100)', (v) => Number(v))
-    .option('--before <id>', 'the page after this delivery (nextBefore)')
-    .action(async (name: string, opts: { limit?: number; before?: string }, cmd: Command) => {
+    .option('--cursor <cursor>', 'continue from a previous page (nextCursor)')
+    .action(async (name: string, opts: { limit?: number; cursor?: string }, cmd: Command) => {
       const ctx = contextFor(cmd, env);
       const page = await ctx.client.webhooks.deliveries(name, opts);
       if (ctx.output === 'json') ctx.io.out(JSON.stringify(page, null, 2));
       else if (page.items.length === 0) ctx.io.err('no deliveries');
       else {
         ctx.io.out(deliveryTable(page.items));
-        if (page.nextBefore) ctx.io.err(`more: --before ${page.nextBefore}`);
+        if (page.nextCursor) ctx.io.err(`more: --cursor ${page.nextCursor}`);
       }
     });
 

@@ -1992,8 +1992,8 @@ export type components = {
      */
     WebhookDeliveryList: {
       items: components['schemas']['WebhookDeliveryView'][];
-      /** @description pass as `before` for the next, older page; null on the last one */
-      nextBefore: string | null;
+      /** @description pass as `cursor` for the next, older page; null on the last one */
+      nextCursor: string | null;
     };
     /**
      * WebhookDeliveryView
@@ -2306,8 +2306,6 @@ export type components = {
     webhookName: string;
     /** @description delivery id, the webhook-id header of its attempts */
     deliveryId: string;
-    /** @description the `nextBefore` of the previous page: the deliveries older than that one */
-    deliveriesBefore: string;
   };
   requestBodies: never;
   headers: {
@@ -3389,10 +3387,10 @@ export interface operations {
   listWebhookDeliveries: {
     parameters: {
       query?: {
+        /** @description `nextCursor` of the previous page of the same listing; a cursor issued for another listing is a 400 */
+        cursor?: components['parameters']['cursor'];
         /** @description page size */
         limit?: components['parameters']['limit'];
-        /** @description the `nextBefore` of the previous page: the deliveries older than that one */
-        before?: components['parameters']['deliveriesBefore'];
       };
       header?: never;
       path: {
@@ -3412,7 +3410,7 @@ export interface operations {
           'application/json': components['schemas']['WebhookDeliveryList'];
         };
       };
-      /** @description invalid `name`, `limit` or `before` */
+      /** @description invalid `name`, `limit` or `cursor` */
       400: components['responses']['BadRequest'];
       /** @description missing or invalid X-API-Key */
       401: components['responses']['Unauthorized'];

@@ -277,13 +277,6 @@ function parameters(): OpenApiDocument['components']['parameters'] {
       description: 'delivery id, the webhook-id header of its attempts',
       schema: { type: 'string', pattern: '^msg_[0-9a-f]{32}$' },
     },
-    deliveriesBefore: {
-      name: 'before',
-      in: 'query',
-      required: false,
-      description: 'the `nextBefore` of the previous page: the deliveries older than that one',
-      schema: { type: 'string', pattern: '^msg_[0-9a-f]{32}$' },
-    },
   };
 }
 

@@ -215,6 +215,8 @@ export interface DeliveryAttempt {
   attempts: number;
   url: string;
   secret: string;
+  /** The claim's lease: the delivery's next_attempt_at while this attempt is in flight. */
+  leasedUntil: Date;
 }
 
 // Due Pending deliveries of enabled webhooks, oldest due first. Taking one moves its next attempt
@@ -231,9 +233,9 @@ const CLAIM = statement(
    ), taken AS (
      UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $2::float8)
      FROM due WHERE d.id = due.id
-     RETURNING d.id, d.body, d.attempts, d.webhook_id
+     RETURNING d.id, d.body, d.attempts, d.webhook_id, d.next_attempt_at
    )
-   SELECT t.id, t.body, t.attempts, w.url, w.secret FROM taken t JOIN webhooks w ON w.id = t.webhook_id`,
+   SELECT t.id, t.body, t.attempts, w.url, w.secret, t.next_attempt_at AS "leasedUntil" FROM taken t JOIN webhooks w ON w.id = t.webhook_id`,
 );
 
 export async function claimWebhookDeliveries(
@@ -253,22 +255,29 @@ export type AttemptOutcome =
       nextAttemptInSeconds: number | null;
     };
 
-// Only the attempt that was claimed is settled: one retried by hand meanwhile keeps its new due time.
+// Only the attempt that was claimed is settled (its attempt count). A retry by hand while it was in
+// flight moved next_attempt_at off the claim's lease: the outcome is recorded, but unless it was
+// delivered the delivery stays Pending at the due time the retry gave it.
 const SETTLE = statement(
   'webhook_delivery_settle',
   `UPDATE webhook_deliveries SET
      attempts = attempts + 1,
-     status = CASE WHEN $3::boolean THEN 'Delivered' WHEN $6::float8 IS NULL THEN 'Failed' ELSE 'Pending' END,
+     status = CASE WHEN $3::boolean THEN 'Delivered'
+                   WHEN next_attempt_at IS DISTINCT FROM $7::timestamptz THEN 'Pending'
+                   WHEN $6::float8 IS NULL THEN 'Failed' ELSE 'Pending' END,
      delivered_at = CASE WHEN $3::boolean THEN now() ELSE delivered_at END,
      last_response_code = $4::int,
      last_error = CASE WHEN $3::boolean THEN NULL ELSE left($5::text, 500) END,
-     next_attempt_at = CASE WHEN $3::boolean OR $6::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $6::float8) END
+     next_attempt_at = CASE WHEN $3::boolean THEN NULL
+                            WHEN next_attempt_at IS DISTINCT FROM $7::timestamptz THEN next_attempt_at
+                            WHEN $6::float8 IS NULL THEN NULL
+                            ELSE now() + make_interval(secs => $6::float8) END
    WHERE id = $1::text AND attempts = $2::int AND status = 'Pending'`,
 );
 
 export async function settleWebhookDelivery(
   q: Queryable,
-  attempt: Pick<DeliveryAttempt, 'id' | 'attempts'>,
+  attempt: Pick<DeliveryAttempt, 'id' | 'attempts' | 'leasedUntil'>,
   outcome: AttemptOutcome,
 ): Promise<void> {
   await q.query(SETTLE, [
@@ -278,5 +287,6 @@ export async function settleWebhookDelivery(
     outcome.responseCode,
     outcome.delivered ? null : outcome.error,
     outcome.delivered ? null : outcome.nextAttemptInSeconds,
+    attempt.leasedUntil.toISOString(),
   ]);
 }

@@ -24,7 +24,7 @@ import {
   type WebhookRecord,
 } from '@po/db';
 import { DomainError, NotFound, ValidationFailed, newWebhookSecret } from '@po/domain';
-import { refusedWebhookTarget } from '@po/http';
+import { listingOf, readCursor, refusedWebhookTarget } from '@po/http';
 import type { Deps } from '../deps.js';
 
 /** Webhooks of an application (issue 32, decision 0134): PUT, GET, DELETE, deliveries, retry. */
@@ -123,12 +123,23 @@ export async function deliveriesOf(
   deps: Deps,
   applicationId: number,
   name: string,
-  page: { limit: number; before: string | null },
+  page: { limit: number; cursor: string | undefined },
 ): Promise<WebhookDeliveryList> {
+  // Signed cursors bound to the listing, like the other list routes (decision 0089).
+  const token = readCursor(page.cursor, ['text']);
   const w = await findWebhook(deps.sql, applicationId, name);
   if (!w) throw notFound(name);
-  const r = await listWebhookDeliveries(deps.sql, applicationId, w.id, page);
-  return { items: r.items.map(deliveryView), nextBefore: r.nextBefore };
+  const cursors = await deps.cursors();
+  const key = listingOf('webhook-deliveries', { applicationId, webhookId: w.id });
+  const before = cursors.verifyOptional(key, token)?.[0] as string | undefined;
+  const r = await listWebhookDeliveries(deps.sql, applicationId, w.id, {
+    limit: page.limit,
+    before: before ?? null,
+  });
+  return {
+    items: r.items.map(deliveryView),
+    nextCursor: r.nextBefore === null ? null : cursors.issue(key, [r.nextBefore]),
+  };
 }
 
 /** One more attempt now, under the same webhook-id. */

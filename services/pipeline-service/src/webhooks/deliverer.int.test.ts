@@ -5,7 +5,7 @@
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enqueueWebhookEvent, sqlOf } from '@po/db';
+import { enqueueWebhookEvent, retryWebhookDelivery, sqlOf } from '@po/db';
 import type { WebhookSend, WebhookSendResult } from '@po/http';
 import { createLogger } from '@po/telemetry';
 import { createTestDatabase, type TestDatabase } from '@po/testing';
@@ -130,6 +130,46 @@ describe('the webhook deliverer', () => {
     // The earlier test's webhook takes the same event: its deliveries count here too, once each.
     expect(rows.map((r) => attempts.get(r.id))).toEqual(Array(20).fill(1));
     expect([...attempts.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('keeps the due time a retry by hand gave a delivery while its attempt was in flight', async () => {
+    await webhook('retried-in-flight');
+    await enqueueWebhookEvent(sqlOf(database.db), applicationId, 'schedule.run_missed', {
+      scheduleId: 9,
+    });
+    const webhookId = (
+      await database.db.$queryRaw<{ id: bigint }[]>`
+        SELECT id FROM webhooks WHERE application_id = ${applicationId} AND name = 'retried-in-flight'`
+    )[0]!.id;
+    const sent: string[] = [];
+    const d = startWebhookDeliverer(
+      {
+        sql: sqlOf(database.db),
+        logger,
+        send: async (s) => {
+          sent.push(s.id);
+          if (!s.url.endsWith('/retried-in-flight')) return { ok: true, status: 200 };
+          // The first attempt: retried by hand while in flight, then it fails.
+          if (sent.filter((id) => id === s.id).length === 1)
+            await retryWebhookDelivery(sqlOf(database.db), applicationId, Number(webhookId), s.id);
+          return sent.filter((id) => id === s.id).length === 1
+            ? { ok: false, status: 503, error: 'answered 503' }
+            : { ok: true, status: 200 };
+        },
+      },
+      // Without the retry, the next attempt would wait a minute.
+      { ...options, schedule: [0, 60, 60] },
+    );
+    try {
+      const [row] = await until('delivered by the retry', async () => {
+        const rows = await deliveries('retried-in-flight');
+        return rows[0]?.status === 'Delivered' ? rows : undefined;
+      });
+      expect(row).toMatchObject({ attempts: 2, last_response_code: 200 });
+      expect(sent.filter((id) => id === row!.id)).toHaveLength(2);
+    } finally {
+      await d.stop();
+    }
   });
 
   it("holds a disabled webhook's pending deliveries until it is enabled again", async () => {

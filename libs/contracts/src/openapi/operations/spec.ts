@@ -21,8 +21,7 @@ type Parameter =
   | 'operationId'
   // Webhooks (decision 0134)
   | 'webhookName'
-  | 'deliveryId'
-  | 'deliveriesBefore';
+  | 'deliveryId';
 
 interface Success {
   description: string;

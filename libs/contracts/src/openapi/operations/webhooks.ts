@@ -86,10 +86,10 @@ export const WEBHOOK_OPERATIONS: OperationSpec[] = [
     description:
       'Newest first: status, attempts, the last response code or error, and when a Pending delivery is attempted next.',
     security: 'apiKey',
-    parameters: ['webhookName', 'limit', 'deliveriesBefore'],
+    parameters: ['webhookName', 'cursor', 'limit'],
     success: { '200': { description: 'a page of deliveries', body: 'WebhookDeliveryList' } },
     errors: {
-      '400': 'invalid `name`, `limit` or `before`',
+      '400': 'invalid `name`, `limit` or `cursor`',
       '401': 'missing or invalid X-API-Key',
       '404': 'no webhook of this name',
     },

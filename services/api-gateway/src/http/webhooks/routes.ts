@@ -12,7 +12,7 @@ import {
 } from '@po/http';
 import {
   bodyLimits,
-  parseDeliveriesBefore,
+  parseCursor,
   parseLimit,
   parseWebhookDeliveryId,
   parseWebhookName,
@@ -71,11 +71,11 @@ export function webhookRoutes(
     '/webhooks/:name/deliveries',
     auth,
     nameParam,
-    queryParams({ limit: parseLimit, before: parseDeliveriesBefore }),
+    queryParams({ cursor: parseCursor, limit: parseLimit }),
     async (ctx) => {
       const page = {
         limit: ctx.state.params.limit as number,
-        before: ctx.state.params.before as string | null,
+        cursor: ctx.state.params.cursor as string | undefined,
       };
       sendJson(ctx, 200, await deliveriesOf(deps, app(ctx), name(ctx), page));
     },

@@ -45,7 +45,7 @@ async function deliveriesOf(name: string, key = gw.appA.key, query = '') {
       attempts: number;
       nextAttemptAt: string | null;
     }[];
-    nextBefore: string | null;
+    nextCursor: string | null;
   };
 }
 
@@ -254,6 +254,38 @@ describe('the outbox', () => {
     expect(stageRow!.body).not.toMatch(/secret-/);
   });
 
+  it('writes stage.waiting_for_approval and pipeline.failed, and nothing for a retryable stage failure', async () => {
+    await put('approvals', {
+      url: PUBLIC,
+      events: ['stage.waiting_for_approval', 'stage.failed', 'pipeline.failed'],
+    });
+    const p = await seedPipeline(gw, gw.appA.id);
+    const s = await seedStage(gw, gw.appA.id, p, 'review', 'NotStarted');
+    // A failure that will be retried is no event.
+    await gw.db.$executeRawUnsafe(`UPDATE stages SET status = 'RetryScheduled' WHERE id = $1`, s);
+    expect((await deliveriesOf('approvals')).items).toEqual([]);
+    await gw.db.$executeRawUnsafe(
+      `UPDATE stages SET status = 'WaitingForApproval' WHERE id = $1`,
+      s,
+    );
+    await gw.db.$executeRawUnsafe(`UPDATE pipelines SET status = 'Running' WHERE id = $1`, p);
+    await setPipelineStatus(p, 'Failed');
+    const items = (await deliveriesOf('approvals')).items;
+    expect(items.map((i) => i.eventType).sort()).toEqual([
+      'pipeline.failed',
+      'stage.waiting_for_approval',
+    ]);
+    const approval = items.find((i) => i.eventType === 'stage.waiting_for_approval')!;
+    const [row] = await gw.db.$queryRawUnsafe<{ body: string }[]>(
+      `SELECT body FROM webhook_deliveries WHERE id = $1`,
+      approval.id,
+    );
+    expect(JSON.parse(row!.body)).toMatchObject({
+      type: 'stage.waiting_for_approval',
+      data: { pipelineId: p, stageId: s, stageHandlerName: 'review', status: 'WaitingForApproval' },
+    });
+  });
+
   it('pages the delivery log newest first, and a retry puts a delivery back, due now, under the same id', async () => {
     await put('paged', { url: PUBLIC, events: ['pipeline.cancelled'] });
     for (let i = 0; i < 3; i++) {
@@ -262,17 +294,33 @@ describe('the outbox', () => {
     }
     const all = await deliveriesOf('paged');
     expect(all.items).toHaveLength(3);
-    expect(all.nextBefore).toBeNull();
+    expect(all.nextCursor).toBeNull();
     const first = await deliveriesOf('paged', gw.appA.key, '?limit=2');
     expect(first.items.map((i) => i.id)).toEqual(all.items.slice(0, 2).map((i) => i.id));
-    const second = await deliveriesOf('paged', gw.appA.key, `?limit=2&before=${first.nextBefore}`);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await deliveriesOf(
+      'paged',
+      gw.appA.key,
+      `?limit=2&cursor=${encodeURIComponent(first.nextCursor!)}`,
+    );
     expect(second.items.map((i) => i.id)).toEqual([all.items[2]!.id]);
-    expect(second.nextBefore).toBeNull();
+    expect(second.nextCursor).toBeNull();
     expectProblem(
-      await gw.call('GET', '/webhooks/paged/deliveries?before=nope'),
+      await gw.call('GET', '/webhooks/paged/deliveries?cursor=nope'),
       400,
       'validation_failed',
-      ['before'],
+      ['cursor'],
+    );
+    // A cursor is bound to its listing: another webhook's log refuses it.
+    await put('paged-other', { url: PUBLIC, events: ['pipeline.cancelled'] });
+    expectProblem(
+      await gw.call(
+        'GET',
+        `/webhooks/paged-other/deliveries?cursor=${encodeURIComponent(first.nextCursor!)}`,
+      ),
+      400,
+      'validation_failed',
+      ['cursor'],
     );
 
     const id = all.items[0]!.id;
