@@ -196,7 +196,11 @@ export async function retryWebhookDelivery(
   return row ? deliveryOf(row) : null;
 }
 
-const ENQUEUE = statement('webhook_enqueue', `SELECT webhook_enqueue($1::int, $2::text, $3::json)`);
+// No void column in the answer: Prisma's raw queries (the scheduler's guarded path) cannot read one.
+const ENQUEUE = statement(
+  'webhook_enqueue',
+  `SELECT 1 AS done FROM webhook_enqueue($1::int, $2::text, $3::json)`,
+);
 
 /** Writes the outbox rows of an event for the application's enabled webhooks that take it (none: nothing). */
 export async function enqueueWebhookEvent(

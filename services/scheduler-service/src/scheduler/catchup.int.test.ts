@@ -65,15 +65,39 @@ describe('catch-up after an outage (the clock jumps 1 h)', () => {
       await h.pass();
       expect((await h.runs(onTime.id)).map((r) => r.trigger)).toEqual(['Scheduled']);
       expect(await events()).toEqual([]);
-      await h.db.schedule.updateMany({ data: { status: 'Archived', nextTickAt: null, nextRunAt: null } });
+      await h.db.schedule.updateMany({
+        data: { status: 'Archived', nextTickAt: null, nextRunAt: null },
+      });
 
+      // A Replace schedule fires in the guarded path (its own Prisma transaction), the other in the batch.
+      const replace = await h.createSchedule({
+        kind: 'Interval',
+        intervalSeconds: 600,
+        overlapPolicy: 'Replace',
+        catchupPolicy: 'All',
+        catchupMax: 2,
+      });
       const { s } = await outage('One');
-      const [event] = await events();
-      expect(JSON.parse(event!.body)).toMatchObject({
+      const bySchedule = new Map(
+        (await events()).map((e) => [
+          JSON.parse(e.body).data.scheduleId as number,
+          JSON.parse(e.body),
+        ]),
+      );
+      expect(bySchedule.get(s.id)).toMatchObject({
         type: 'schedule.run_missed',
         data: { scheduleId: s.id, scheduleName: s.name, missedTicks: 6, catchupRuns: 1 },
       });
-      expect(await events()).toHaveLength(1);
+      expect(bySchedule.get(replace.id)).toMatchObject({
+        type: 'schedule.run_missed',
+        data: {
+          scheduleId: replace.id,
+          scheduleName: replace.name,
+          missedTicks: 6,
+          catchupRuns: 2,
+        },
+      });
+      expect(await events()).toHaveLength(2);
     } finally {
       await h.db.$executeRaw`DELETE FROM webhooks WHERE application_id = ${h.applicationId}`;
     }
