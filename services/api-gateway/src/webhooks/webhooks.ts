@@ -1,7 +1,6 @@
 import {
   formatDateTime,
   formatNullableDateTime,
-  parseWebhookUrl,
   WEBHOOKS_PER_APPLICATION_MAX,
   type WebhookCreated,
   type WebhookDeliveryList,
@@ -76,9 +75,8 @@ export async function putWebhook(
   name: string,
   body: WebhookRequest,
 ): Promise<{ created: boolean; view: WebhookView | WebhookCreated }> {
-  const url = parseWebhookUrl(body.url);
-  if (!url.ok) throw new ValidationFailed(url.errors);
-  const refused = await refusedWebhookTarget(url.value, deps.webhookAllowPrivateNetworks);
+  // The route's validator (validateWebhookRequest) already refused a URL that does not parse.
+  const refused = await refusedWebhookTarget(new URL(body.url), deps.webhookAllowPrivateNetworks);
   if (refused) throw ValidationFailed.at('/url', refused);
   const secret = newWebhookSecret();
   const { created, webhook } = await deps.sql.transaction(async (q) => {
@@ -86,10 +84,11 @@ export async function putWebhook(
       q,
       applicationId,
       name,
-      { url: body.url, events: [...new Set(body.events)], enabled: body.enabled ?? true },
+      { url: body.url, events: body.events, enabled: body.enabled ?? true },
       secret,
     );
-    // Counted after the insert, in its transaction: two concurrent creations cannot both pass.
+    // Counted after the insert, in its transaction: a creation past the limit is rolled back (two
+    // at the same instant may both pass; the limit is a guard against runaway scripts, not a quota).
     if (r.created && (await countWebhooks(q, applicationId)) > WEBHOOKS_PER_APPLICATION_MAX)
       throw new TooManyWebhooks();
     return r;
