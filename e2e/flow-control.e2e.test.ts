@@ -4,8 +4,9 @@ import { call, waitFor } from './support/http.js';
 
 /**
  * Flow control end to end (issue 31, decision 0132), with two replicas of every service and SDK
- * workers on both worker-gateways: a key's limit sampled from the database while workers run,
- * priorities under a backlog, a paused handler, and a rate limit across both gateways.
+ * workers on both worker-gateways: a key's limit sampled from the database while workers run, a
+ * handler's maxConcurrent across both gateways, priorities under a backlog, a paused handler, and
+ * a rate limit across both gateways.
  */
 describe('flow control with two replicas of every service', () => {
   let cluster: Cluster;
@@ -87,6 +88,33 @@ describe('flow control with two replicas of every service', () => {
     expect(samples).toBeGreaterThan(10);
     expect(maxA).toBe(3);
     expect(maxB).toBe(1);
+    expect((await stages(ids)).every((s) => s.status === 'Completed')).toBe(true);
+  }, 120_000);
+
+  it("a handler's maxConcurrent holds across both worker-gateways, and every place is used: never more than 10 handlers at once, 10 at times", async () => {
+    // Ten places, more than one worker's eight slots: only the two workers (one per gateway)
+    // together can fill them, so the limit is held across both gateways, not within one. The
+    // stages wait paused and are released at once, so the places fill whatever the creation pace.
+    await setHandler('hold', { paused: true, maxConcurrent: 10 });
+    const ids: number[] = [];
+    try {
+      for (let i = 0; i < 30; i += 1) ids.push(await create(`max-${i}`, 'hold', '{"ms":400}'));
+      await setHandler('hold', { paused: false });
+      await allFinished(ids);
+    } finally {
+      await setHandler('hold', { paused: false, maxConcurrent: null });
+    }
+    // A handler runs from its lease for at least its 400 ms, and its place is handed on only after
+    // the ack that follows: at any instant, the leases of the last 400 ms are at least the handlers
+    // delivered and not yet acknowledged. All times are the database's.
+    const leases = await cluster.database.db.$queryRaw<{ at: number; owner: string }[]>`
+      SELECT extract(epoch FROM e.leased_at) * 1000 AS at, e.lease_owner AS owner
+      FROM stage_executions e JOIN stages s ON s.id = e.stage_id
+      WHERE s.pipeline_id = ANY(${ids.map(BigInt)}::bigint[]) AND e.leased_at IS NOT NULL`;
+    const starts = leases.map((l) => Number(l.at)).sort((a, b) => a - b);
+    const mostAtOnce = Math.max(...starts.map((t) => starts.filter((u) => u <= t && u > t - 400).length));
+    expect(mostAtOnce).toBe(10);
+    expect(new Set(leases.map((l) => l.owner)).size).toBe(2);
     expect((await stages(ids)).every((s) => s.status === 'Completed')).toBe(true);
   }, 120_000);
 

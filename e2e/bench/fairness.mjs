@@ -53,7 +53,13 @@ import pg from 'pg';
 import { ADMIN_URL, startBenchCluster, summarize } from './cluster.mjs';
 import { answerCounts, createPipeline } from './load.mjs';
 import { benchDb, startPgWork } from './pgwork.mjs';
-import { cpuSeconds, postmasterOf, startResourceMeter } from './resources.mjs';
+import {
+  commandStatsPerUnit,
+  cpuSeconds,
+  postmasterOf,
+  redisCommandStats,
+  startResourceMeter,
+} from './resources.mjs';
 import { waitAllTerminal } from './stages.mjs';
 import { benchNode } from './runtime.mjs';
 import { boxCalibrationMs } from './box.mjs';
@@ -339,6 +345,7 @@ async function runOnce(mode, index, log) {
     const backends = await startBackendMeter(cluster.databaseName, db.backendPid);
     const box0 = boxBusySeconds();
     const boxAt0 = Date.now();
+    const cmdStats0 = await redisCommandStats(redis);
 
     const startedAt = Date.now();
     const floodPlan = Array.from({ length: FLOOD }, (_, i) => ({
@@ -363,6 +370,7 @@ async function runOnce(mode, index, log) {
     const ids = answers.filter((a) => a.id !== null).map((a) => a.id);
     const end = await waitAllTerminal(cluster, db, ids);
     const usage = await meter.end(); // before anything stops
+    const cmdStats1 = await redisCommandStats(redis);
     const box1 = boxBusySeconds();
     const boxAt1 = Date.now();
     const ownBackends = await backends.end();
@@ -565,6 +573,7 @@ async function runOnce(mode, index, log) {
       },
       redisCommandsPerStage:
         usage.redisCommands === null ? null : +(usage.redisCommands / stages).toFixed(2),
+      redisCommandStatsPerStage: commandStatsPerUnit(cmdStats0, cmdStats1, stages),
     };
     log(JSON.stringify(line));
     return line;

@@ -95,6 +95,31 @@ export async function redisCommands(redis) {
   }
 }
 
+/** Calls per command so far (INFO commandstats: scripts' inner calls included), or null. */
+export async function redisCommandStats(redis) {
+  try {
+    const info = await redis.info('commandstats');
+    const out = {};
+    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1]] = Number(m[2]);
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** What `redisCommandStats` counted between two readings, per unit, the largest first. */
+export function commandStatsPerUnit(before, after, units, top = 12) {
+  if (!before || !after || !units) return null;
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([cmd, n]) => [cmd, (n - (before[cmd] ?? 0)) / units])
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([cmd, n]) => [cmd, +n.toFixed(2)]),
+  );
+}
+
 /** Redis's own CPU seconds (INFO cpu: used_cpu_user + used_cpu_sys), or null. */
 export async function redisCpuSeconds(redis) {
   try {

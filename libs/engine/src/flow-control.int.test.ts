@@ -1,6 +1,6 @@
 // Flow control at dispatch (decision 0132) over real PostgreSQL and Redis: concurrency keys, fair
-// turns, priorities, a handler's pause, maxConcurrent and maxPerSecond, and the order of the
-// StageNext jobs when workers are the bottleneck.
+// turns, priorities, a handler's pause and maxPerSecond, maxConcurrent left to the handler's queue,
+// and the order of the StageNext jobs when workers or a handler's limit are the bottleneck.
 import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,8 +44,8 @@ afterAll(async () => {
 const db = () => database.db;
 const engine = () => engines[0]!;
 
-async function create(handler: string, options: StageOptionsInput = {}, pipeline: Partial<PipelineDefinitionInput> = {}): Promise<number> {
-  const planned = planPipeline({ name: handler, stages: [{ stageName: 's', stageHandlerName: handler, options }], ...pipeline }, { applicationId });
+async function create(handler: string, options: StageOptionsInput = {}, pipeline: Partial<PipelineDefinitionInput> = {}, app = applicationId): Promise<number> {
+  const planned = planPipeline({ name: handler, stages: [{ stageName: 's', stageHandlerName: handler, options }], ...pipeline }, { applicationId: app });
   if (!planned.ok) throw new Error(JSON.stringify(planned.errors));
   return db().$transaction((tx) => insertPipeline(tx, planned.pipeline, new Date()));
 }
@@ -70,18 +70,18 @@ const statusesOf = async (ids: readonly number[]) => (await stagesOf(ids)).map((
 const count = (list: readonly string[], status: string) => list.filter((s) => s === status).length;
 
 /** Completes each Pending stage of the pipelines as a worker would (lease, then result), in one batch. */
-async function complete(ids: readonly number[]): Promise<void> {
+async function complete(ids: readonly number[], on = engine(), app = applicationId): Promise<void> {
   const stages = (await stagesOf(ids)).filter((s) => s.status === 'Pending');
   await db().$executeRaw`UPDATE stages SET status = 'Running', attempt = 1 WHERE id = ANY(${stages.map((s) => s.id)}::bigint[])`;
   await db().$executeRaw`
     UPDATE stage_executions SET attempt = 1, lease_owner = 'w', leased_at = now(), lease_expires_at = now() + interval '60 seconds'
     WHERE id = ANY(${stages.map((s) => s.currentExecutionId!)}::uuid[])`;
-  await engine().run(
+  await on.run(
     stages.map((s) => ({
       kind: 'result' as const,
       pipelineId: Number(s.pipelineId),
       message: {
-        applicationId,
+        applicationId: app,
         stageId: Number(s.id),
         pipelineId: Number(s.pipelineId),
         workerId: 'w',
@@ -134,19 +134,32 @@ describe('concurrency keys', () => {
   });
 });
 
+/**
+ * An application of its own under APP_MAX_ACTIVE_STAGES `cap`, the shared limit held at dispatch
+ * (a handler's maxConcurrent is its queue's, below): its engine and the helpers bound to it.
+ */
+async function cappedApplication(name: string, cap: number) {
+  const app = (await db().application.create({ data: { name } })).id;
+  const capped = new Engine({ ...deps, maxActiveStages: cap });
+  return {
+    create: (handler: string, options: StageOptionsInput = {}, pipeline: Partial<PipelineDefinitionInput> = {}) => create(handler, options, pipeline, app),
+    pass: (ids: readonly number[]) => pass(ids, capped),
+    complete: (ids: readonly number[]) => complete(ids, capped, app),
+  };
+}
+
 describe('fair share (keys take turns for a shared limit)', () => {
   it('a flooding key does not hold back small keys: freed slots go one per key', async () => {
-    await settings('fc-fair', { maxConcurrent: 4 });
+    const capped = await cappedApplication('flow-fair', 4);
     const flood: number[] = [];
-    // Keys are per application, not per handler: each test uses keys of its own.
-    for (let i = 0; i < 12; i += 1) flood.push(await create('fc-fair', { concurrencyKey: 'fair-big', concurrencyLimit: 100 }));
-    await pass(flood);
+    for (let i = 0; i < 12; i += 1) flood.push(await capped.create('fc-fair', { concurrencyKey: 'fair-big', concurrencyLimit: 100 }));
+    await capped.pass(flood);
     expect(count(await statusesOf(flood), 'Pending')).toBe(4);
     const small: number[] = [];
-    for (const key of ['fair-a', 'fair-b', 'fair-c']) for (let i = 0; i < 2; i += 1) small.push(await create('fc-fair', { concurrencyKey: key, concurrencyLimit: 100 }));
-    await pass(small);
+    for (const key of ['fair-a', 'fair-b', 'fair-c']) for (let i = 0; i < 2; i += 1) small.push(await capped.create('fc-fair', { concurrencyKey: key, concurrencyLimit: 100 }));
+    await capped.pass(small);
     expect(count(await statusesOf(small), 'Throttled')).toBe(6);
-    await complete(flood);
+    await capped.complete(flood);
     // Four slots freed: each small key got one turn, the flood one (strict FIFO would give all four to the flood).
     const admitted = (await stagesOf([...flood, ...small])).filter((s) => s.status === 'Pending').map((s) => (s.options as { concurrencyKey: string }).concurrencyKey);
     expect(admitted.sort()).toEqual(['fair-a', 'fair-b', 'fair-big', 'fair-c']);
@@ -155,17 +168,17 @@ describe('fair share (keys take turns for a shared limit)', () => {
 
 describe('priorities', () => {
   it('a lower priority number takes a freed slot first, before older stages', async () => {
-    await settings('fc-prio', { maxConcurrent: 1 });
-    const blocker = await create('fc-prio');
-    await pass([blocker]);
-    const low = await create('fc-prio', {}, { priority: 5 });
-    const normal = await create('fc-prio');
-    const urgent = await create('fc-prio', { priority: 1 });
-    await pass([low, normal, urgent]);
+    const capped = await cappedApplication('flow-prio', 1);
+    const blocker = await capped.create('fc-prio');
+    await capped.pass([blocker]);
+    const low = await capped.create('fc-prio', {}, { priority: 5 });
+    const normal = await capped.create('fc-prio');
+    const urgent = await capped.create('fc-prio', { priority: 1 });
+    await capped.pass([low, normal, urgent]);
     expect(await statusesOf([low, normal, urgent])).toEqual(['Throttled', 'Throttled', 'Throttled']);
-    await complete([blocker]);
+    await capped.complete([blocker]);
     expect(await statusesOf([low, normal, urgent])).toEqual(['Throttled', 'Throttled', 'Pending']);
-    await complete([urgent]);
+    await capped.complete([urgent]);
     expect(await statusesOf([low, normal])).toEqual(['Throttled', 'Pending']);
   });
 
@@ -196,12 +209,24 @@ describe("a handler's settings", () => {
     expect(await statusesOf(ids)).toEqual(['Pending', 'Pending']);
   });
 
-  it('maxConcurrent holds across pipelines', async () => {
+  it("maxConcurrent is not held at dispatch but by the handler's queue: its stages go Pending in priority order, each message a job of its own", async () => {
     await settings('fc-max', { maxConcurrent: 2 });
     const ids: number[] = [];
-    for (let i = 0; i < 5; i += 1) ids.push(await create('fc-max'));
-    await Promise.all(ids.map((id, i) => pass([id], engines[i % 2]!)));
-    expect(count(await statusesOf(ids), 'Pending')).toBe(2);
+    for (let i = 0; i < 4; i += 1) ids.push(await create('fc-max'));
+    const urgent = await create('fc-max', { priority: 1 });
+    // One pass for all: without the limit's setting its messages would go as one batch job.
+    await pass([...ids, urgent]);
+    expect(await statusesOf([...ids, urgent])).toEqual(['Pending', 'Pending', 'Pending', 'Pending', 'Pending']);
+    const queue = new Queue(stageNextBullName(`app_${applicationId}_fc-max_StageNext`), { connection: redis, prefix });
+    try {
+      // The queue's global concurrency counts jobs: a batch job would let 32 messages out as one.
+      const jobs = await queue.getJobs(['prioritized', 'waiting'], 0, -1, true);
+      expect(jobs.map((j) => j.name)).toEqual(['stage', 'stage', 'stage', 'stage', 'stage']);
+    } finally {
+      await queue.close();
+    }
+    const order = (await deliveryOrder('fc-max')).map((m) => m.pipelineId);
+    expect(order[0]).toBe(urgent);
   });
 
   it('maxPerSecond: one second of burst, then the bucket refills, and a wake-up is asked for the next token', async () => {

@@ -4,7 +4,6 @@ import type { Batch } from './batch.js';
 import { lockPipelines, readPassStages, type PassStage } from './store.js';
 import {
   activeStages,
-  handlerLoad,
   keyLoad,
   lockApplication,
   readHandlerSettings,
@@ -22,7 +21,7 @@ type Ready = Map<number, { id: number; status: StageStatus }[]>;
 
 /**
  * Flow control for one engine batch (decision 0132): for each application with a gate in play
- * (APP_MAX_ACTIVE_STAGES, a concurrency key, a handler's settings), under the application's
+ * (APP_MAX_ACTIVE_STAGES, a concurrency key, a handler's pause or rate), under the application's
  * advisory lock, admits the ready stages of the batch and the application's Throttled stages
  * elsewhere (whose pipelines it locks and adds to the batch) in priority and fair order.
  * Applications without any gate are absent from the answer: all their ready stages go. Resolves
@@ -47,25 +46,38 @@ export async function admitBatch(
     tx,
     apps.filter((app) => withSettings.has(app)).flatMap((app) => handlersOf(app).map((handler) => ({ applicationId: app, handler }))),
   );
+  for (const row of seen.values()) if (row.maxConcurrent !== null) batch.singleJobQueues.add(settingsKey(row.applicationId, row.handler));
   const out = new Map<number, Admission>();
   const buckets: { applicationId: number; handler: string; tokens: number; at: Date }[] = [];
   for (const app of apps) {
     const own = first.get(app) ?? [];
     const freed = batch.freedStages(app);
     const keyed = (s: PassStage) => s.options.concurrencyKey != null;
+    // A Throttled stage of the batch (a resumed handler's, a sweep's) says others may wait too.
     const gated =
       cap > 0 ||
-      own.some((c) => keyed(batch.stageById.get(c.id)!)) ||
+      own.some((c) => c.status === 'Throttled' || keyed(batch.stageById.get(c.id)!)) ||
       freed.some(keyed) ||
-      handlersOf(app).some((h) => seen.has(settingsKey(app, h)));
+      handlersOf(app).some((h) => gatesAtDispatch(seen.get(settingsKey(app, h))));
     if (!gated) continue;
     await lockApplication(tx, app);
-
-    // The application's Throttled stages elsewhere that could take the room this batch has.
-    const outside = (await throttledStages(tx, app, OUTSIDE_PER_KEY, OUTSIDE_TOTAL)).filter((t) => !batch.pipelines.has(t.pipelineId));
     const candidatesOf = (list: readonly { id: number; status: StageStatus }[]) => list.map((c) => toCandidate(batch.stageById.get(c.id)!, c.status));
+
+    // A batch that frees nothing here (a creation, an appended stage) looks elsewhere only when its
+    // own stages find room: without room nobody is admitted, and room that was free already went
+    // to the Throttled stages when it freed (or goes with the wake-up a rate refill, a resumed
+    // handler or a raised limit sends). In a flood that skips the fair-order read per creation.
+    let gates = freed.length === 0 ? await readGates(tx, batch, app, candidatesOf(own), freed, cap, withSettings.has(app)) : null;
+    const ownRoom = gates !== null && admitStages(candidatesOf(own), gates.gates).dispatch.length > 0;
+    // The application's Throttled stages elsewhere that could take the room this batch has. A
+    // stage freed here releases one unit of each of its gates (the cap, its handler's limit, its
+    // key's limit), and a stage waiting elsewhere can go now only through such a unit, so no key
+    // can have more than three per freed stage admitted: reading more of each is wasted.
+    const perKey = freed.length > 0 ? Math.min(OUTSIDE_PER_KEY, 3 * freed.length) : OUTSIDE_PER_KEY;
+    const outside =
+      gates === null || ownRoom ? (await throttledStages(tx, app, perKey, OUTSIDE_TOTAL)).filter((t) => !batch.pipelines.has(t.pipelineId)) : [];
     const everyone = [...candidatesOf(own), ...outside.map((t) => ({ ...t, status: 'Throttled' as const }))];
-    const gates = await readGates(tx, batch, app, everyone, freed, cap, withSettings.has(app));
+    if (gates === null || outside.length > 0) gates = await readGates(tx, batch, app, everyone, freed, cap, withSettings.has(app));
 
     const trial = admitStages(everyone, gates.gates);
     const outsideWon = new Set(trial.dispatch);
@@ -105,6 +117,9 @@ export async function admitBatch(
   return { admitted: out, candidates: current };
 }
 
+/** Whether a handler's settings hold its stages at dispatch: a pause or a rate (maxConcurrent is the queue's). */
+const gatesAtDispatch = (row: HandlerSettingsRow | undefined): boolean => row !== undefined && (row.paused || row.maxPerSecond !== null);
+
 function toCandidate(stage: PassStage, status: StageStatus): AdmissionCandidate {
   const key = stage.options.concurrencyKey ?? null;
   return { id: stage.id, status, handler: stage.handlerName, key, keyLimit: key === null ? null : (stage.options.concurrencyLimit ?? 1), priority: stage.options.priority ?? 3 };
@@ -117,12 +132,10 @@ async function readGates(tx: Queryable, batch: Batch, app: number, candidates: r
   const settingsRows = await readHandlerSettings(tx, handlers.map((handler) => ({ applicationId: app, handler })));
   const settings = new Map<string, HandlerSettingsRow>([...settingsRows.values()].map((r) => [r.handler, r]));
   const keys = [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
-  const limited = [...settings.values()].filter((s) => s.maxConcurrent !== null).map((s) => s.handler);
-  const [keysNow, handlersNow, active] = [await keyLoad(tx, app, keys), await handlerLoad(tx, app, limited), cap > 0 ? await activeStages(tx, app) : 0];
+  const [keysNow, active] = [await keyLoad(tx, app, keys), cap > 0 ? await activeStages(tx, app) : 0];
   for (const s of freed) {
     const key = s.options.concurrencyKey;
     if (key != null && keysNow.has(key)) keysNow.set(key, Math.max(0, keysNow.get(key)! - 1));
-    if (handlersNow.has(s.handlerName)) handlersNow.set(s.handlerName, Math.max(0, handlersNow.get(s.handlerName)! - 1));
   }
   const nowMs = batch.now.getTime();
   const buckets = new Map<string, { tokens: number; at: number }>();
@@ -134,11 +147,11 @@ async function readGates(tx: Queryable, batch: Batch, app: number, candidates: r
       buckets.set(s.handler, bucket);
       tokens = bucket.tokens;
     }
-    gates.set(s.handler, {
-      paused: s.paused,
-      free: s.maxConcurrent === null ? null : Math.max(0, s.maxConcurrent - (handlersNow.get(s.handler) ?? 0)),
-      tokens,
-    });
+    // maxConcurrent is held where deliveries are taken, not here: it is the handler's StageNext
+    // queue's global concurrency (decision 0132), so its stages go Pending and wait in the queue in
+    // priority and turn order, and each ack takes the next one with it.
+    if (s.maxConcurrent !== null) batch.singleJobQueues.add(settingsKey(app, s.handler));
+    gates.set(s.handler, { paused: s.paused, free: null, tokens });
   }
   return {
     settings,

@@ -33,24 +33,11 @@ const KEY_LOAD = statement(
    WHERE application_id = $1 AND status IN ('Pending', 'Running') AND concurrency_key = ANY($2::text[])
    GROUP BY 1`,
 );
-const HANDLER_LOAD = statement(
-  'engine_handler_load',
-  `SELECT handler_name AS name, count(*)::int AS n FROM stages
-   WHERE application_id = $1 AND status IN ('Pending', 'Running') AND handler_name = ANY($2::text[])
-   GROUP BY 1`,
-);
 
 /** Pending + Running stages per key, for the keys named (partial index stages_inflight_key_idx). */
 export async function keyLoad(tx: Queryable, applicationId: number, keys: readonly string[]): Promise<Map<string, number>> {
   if (keys.length === 0) return new Map();
   const rows = await tx.query<{ name: string; n: number }>(KEY_LOAD, [applicationId, keys]);
-  return new Map(rows.map((r) => [r.name, r.n]));
-}
-
-/** Pending + Running stages per handler, for the handlers named (stages_inflight_handler_idx). */
-export async function handlerLoad(tx: Queryable, applicationId: number, handlers: readonly string[]): Promise<Map<string, number>> {
-  if (handlers.length === 0) return new Map();
-  const rows = await tx.query<{ name: string; n: number }>(HANDLER_LOAD, [applicationId, handlers]);
   return new Map(rows.map((r) => [r.name, r.n]));
 }
 

@@ -42,7 +42,7 @@ export {
 } from './stage-next-fetcher.js';
 export { lostLock } from './fetched-message.js';
 export { readStageNextDepths, type StageNextDepth } from './stage-next-depth.js';
-export { setStageNextPaused, stageNextPausedStates } from './stage-next-pause.js';
+export { setStageNextConcurrency, setStageNextPaused, stageNextQueueStates, type StageNextQueueState } from './stage-next-pause.js';
 export {
   createBacklogStats,
   toJobCounts,

@@ -63,7 +63,13 @@ interface OpenQueue {
   buffer: FetchedMessage[];
   /** The Redis fetch under way: fetches of the same queue wait for it and take from the buffer after. */
   fetching: Promise<unknown> | undefined;
+  /** Whether the queue has a global concurrency (see `limited`), and when that was last read. */
+  limited: boolean;
+  limitReadAt: number;
 }
+
+/** How long a queue's global concurrency, as read from Redis, is trusted before it is read again. */
+const LIMIT_READ_MS = 2000;
 
 /**
  * Manual fetching from StageNext queues for the worker-gateway's pull/ack (BullMQ's "manually
@@ -119,9 +125,33 @@ export class StageNextFetcher {
       return found;
     }
     if (this.open.size >= this.maxQueues && !this.closeOneIdle()) return undefined;
-    const entry: OpenQueue = { worker: this.makeWorker(queue), queue: undefined, users: 0, buffer: [], fetching: undefined };
+    const entry: OpenQueue = { worker: this.makeWorker(queue), queue: undefined, users: 0, buffer: [], fetching: undefined, limited: false, limitReadAt: 0 };
     this.open.set(queue, entry);
+    this.readLimit(queue, entry);
     return entry;
+  }
+
+  /**
+   * Whether the queue has a global concurrency (a handler's maxConcurrent, decision 0132), as last
+   * read from its `meta` hash (read again in the background once LIMIT_READ_MS old). At its limit a
+   * fetch finds nothing although messages wait, so a pull that found it "empty" waits for a
+   * wake-up: whoever frees a place there must hand it on. False for a queue not open here.
+   */
+  limited(queue: string): boolean {
+    const entry = this.open.get(queue);
+    if (!entry) return false;
+    if (Date.now() - entry.limitReadAt > LIMIT_READ_MS) this.readLimit(queue, entry);
+    return entry.limited;
+  }
+
+  private readLimit(queue: string, entry: OpenQueue): void {
+    entry.limitReadAt = Date.now();
+    void this.connection.hexists(this.keys.toKey(stageNextBullName(queue), 'meta'), 'concurrency').then(
+      (n) => {
+        entry.limited = n === 1;
+      },
+      () => undefined,
+    );
   }
 
   private closeOneIdle(): boolean {

@@ -3,10 +3,12 @@ import { stageNextBullName } from './stage-next.js';
 import type { RedisConnection } from './connection.js';
 
 /**
- * A paused handler's StageNext queue is paused in Redis too (decision 0132), so messages published
- * before the pause are not delivered either. PostgreSQL (`handler_settings.paused`) is the truth:
- * the api-gateway applies a change after its commit, and pipeline-service's sweeper compares
- * `stageNextPausedStates` with it and applies the difference, so a lost pause is corrected.
+ * A handler's settings that act on its StageNext queue in Redis (decision 0132): a paused handler's
+ * queue is paused too, so messages published before the pause are not delivered either, and its
+ * `maxConcurrent` is the queue's BullMQ global concurrency, the most messages delivered and not yet
+ * acknowledged at once across every gateway. PostgreSQL (`handler_settings`) is the truth: the
+ * api-gateway applies a change after its commit, and pipeline-service's sweeper compares
+ * `stageNextQueueStates` with it and applies the difference, so a lost change is corrected.
  *
  * Both speak the worker-facing name (`app_{applicationId}_{handler}_StageNext`), like every caller
  * of this library; the BullMQ name and its hash tag are `stageNextBullName`'s.
@@ -30,11 +32,38 @@ export async function setStageNextPaused(connection: RedisConnection, prefix: st
 }
 
 /**
- * Whether each named StageNext queue is paused, in the order given: one HEXISTS of the queue's
- * `meta` hash each (what BullMQ's `isPaused` reads), all sent at once. Each key carries its queue's
- * hash tag, so on a cluster each goes to its own slot's node.
+ * Sets (or with null removes) one StageNext queue's BullMQ global concurrency: BullMQ's own fetch
+ * scripts then move no job to active while that many are active, whichever gateway asks.
+ * Resolves once Redis applied it; idempotent.
  */
-export async function stageNextPausedStates(connection: RedisConnection, prefix: string, queues: readonly string[]): Promise<boolean[]> {
+export async function setStageNextConcurrency(connection: RedisConnection, prefix: string, queue: string, concurrency: number | null): Promise<void> {
+  const bull = new Queue(stageNextBullName(queue), { connection, prefix });
+  bull.on('error', () => undefined);
+  try {
+    if (concurrency === null) await bull.removeGlobalConcurrency();
+    else await bull.setGlobalConcurrency(concurrency);
+  } finally {
+    await bull.close().catch(() => undefined);
+  }
+}
+
+export interface StageNextQueueState {
+  paused: boolean;
+  /** The global concurrency; null: none. */
+  concurrency: number | null;
+}
+
+/**
+ * Each named StageNext queue's pause and global concurrency, in the order given: one HMGET of the
+ * queue's `meta` hash each (the fields BullMQ's scripts read), all sent at once. Each key carries
+ * its queue's hash tag, so on a cluster each goes to its own slot's node.
+ */
+export async function stageNextQueueStates(connection: RedisConnection, prefix: string, queues: readonly string[]): Promise<StageNextQueueState[]> {
   const keys = new QueueKeys(prefix);
-  return Promise.all(queues.map(async (queue) => (await connection.hexists(keys.toKey(stageNextBullName(queue), 'meta'), 'paused')) === 1));
+  return Promise.all(
+    queues.map(async (queue) => {
+      const [paused, concurrency] = await connection.hmget(keys.toKey(stageNextBullName(queue), 'meta'), 'paused', 'concurrency');
+      return { paused: paused !== null, concurrency: concurrency === null ? null : Number(concurrency) };
+    }),
+  );
 }

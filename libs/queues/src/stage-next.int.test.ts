@@ -1,15 +1,17 @@
 // StageNext publishing (decision 0125's next step): several messages dispatched to one queue are one
 // batch job, and `missing()` still answers per message, through the queue's `batched` hash. Pausing a
-// handler's queue (decision 0132): BullMQ's pause, and its state read back per queue.
+// handler's queue (decision 0132): BullMQ's pause, and its state read back per queue; a handler's
+// maxConcurrent as the queue's global concurrency.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { Queue, QueueKeys } from 'bullmq';
+import { Queue, QueueKeys, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StageNextMessage } from '@po/contracts';
 import { TEST_REDIS_URL, cleanupRedisPrefix, testQueuePrefix, stageNextMessage } from '@po/testing';
 import { createRedis } from './connection.js';
 import { STAGE_NEXT_BATCH_JOB, createStageNextPublisher, stageNextBatchKeys, stageNextBullName, type StageNextBatchJob } from './stage-next.js';
-import { setStageNextPaused, stageNextPausedStates } from './stage-next-pause.js';
+import { setStageNextConcurrency, setStageNextPaused, stageNextQueueStates } from './stage-next-pause.js';
 
 const prefix = testQueuePrefix('stage-next');
 const redis = createRedis(TEST_REDIS_URL, 'producer');
@@ -124,7 +126,7 @@ describe('StageNext pause', () => {
     await publisher.publish(name, [message()]);
     await setStageNextPaused(redis, prefix, name, true);
     expect(await bull.isPaused()).toBe(true);
-    expect(await stageNextPausedStates(redis, prefix, [name])).toEqual([true]);
+    expect(await stageNextQueueStates(redis, prefix, [name])).toEqual([{ paused: true, concurrency: null }]);
     await setStageNextPaused(redis, prefix, name, false);
     expect(await bull.isPaused()).toBe(false);
     expect(await bull.getJobCountByTypes('prioritized', 'wait')).toBe(1);
@@ -135,7 +137,38 @@ describe('StageNext pause', () => {
     await setStageNextPaused(redis, prefix, a.name, true);
     await setStageNextPaused(redis, prefix, a.name, true);
     await setStageNextPaused(redis, prefix, b.name, false);
-    expect(await stageNextPausedStates(redis, prefix, [never.name, a.name, b.name])).toEqual([false, true, false]);
-    expect(await stageNextPausedStates(redis, prefix, [])).toEqual([]);
+    expect((await stageNextQueueStates(redis, prefix, [never.name, a.name, b.name])).map((s) => s.paused)).toEqual([false, true, false]);
+    expect(await stageNextQueueStates(redis, prefix, [])).toEqual([]);
+  });
+});
+
+describe('StageNext concurrency (a handler maxConcurrent, decision 0132)', () => {
+  it('is the queue global concurrency BullMQ holds its fetches to: no more active jobs than it, across fetchers', async () => {
+    const { name, bull } = freshQueue('limited:{x}%');
+    await setStageNextConcurrency(redis, prefix, name, 2);
+    expect(await bull.getGlobalConcurrency()).toBe(2);
+    expect(await stageNextQueueStates(redis, prefix, [name])).toEqual([{ paused: false, concurrency: 2 }]);
+    await publisher.publish(name, [message(), message(), message(), message()], { batch: false });
+    // Two BullMQ workers stand for two gateways' fetchers: together they get two jobs, not four.
+    const connections = [0, 1].map(() => new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }));
+    const workers = connections.map((connection) => new Worker(bull.name, null, { connection, prefix, autorun: false }));
+    try {
+      const taken = [];
+      for (const w of workers) for (let i = 0; i < 2; i += 1) taken.push(await w.getNextJob(`token-${taken.length}`, { block: false }));
+      expect(taken.filter(Boolean)).toHaveLength(2);
+      expect(await bull.getActiveCount()).toBe(2);
+      // Completing one frees one place.
+      const done = taken.find(Boolean)!;
+      await done.moveToCompleted('ok', done.token!, false);
+      expect(await workers[1]!.getNextJob('token-after', { block: false })).toBeTruthy();
+      expect(await workers[0]!.getNextJob('token-more', { block: false })).toBeFalsy();
+      await setStageNextConcurrency(redis, prefix, name, null);
+      expect(await bull.getGlobalConcurrency()).toBeNull();
+      expect(await stageNextQueueStates(redis, prefix, [name])).toEqual([{ paused: false, concurrency: null }]);
+      expect(await workers[0]!.getNextJob('token-free', { block: false })).toBeTruthy();
+    } finally {
+      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all(connections.map((c) => c.quit()));
+    }
   });
 });

@@ -23,6 +23,8 @@ export interface Deps {
   queueDepths: (queues: readonly string[]) => Promise<StageNextDepth[]>;
   /** Pauses or resumes the named StageNext queue in Redis (PUT /handlers/{name}; decision 0132). */
   setQueuePaused: (queue: string, paused: boolean) => Promise<void>;
+  /** Sets (null: removes) the named StageNext queue's global concurrency in Redis (a handler's maxConcurrent; decision 0132). */
+  setQueueConcurrency: (queue: string, concurrency: number | null) => Promise<void>;
   /** Webhooks may target private, loopback and link-local addresses (decision 0134). */
   webhookAllowPrivateNetworks: boolean;
 }

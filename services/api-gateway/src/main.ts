@@ -10,6 +10,7 @@ import {
   createStageNextQueueStats,
   pingRedis,
   readStageNextDepths,
+  setStageNextConcurrency,
   setStageNextPaused,
 } from '@po/queues';
 import { createLogger, observeDatabasePool, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
@@ -48,6 +49,7 @@ const app = buildApp(
     cursors,
     queueDepths: (queues) => readStageNextDepths(redis, config.queuePrefix, queues),
     setQueuePaused: (queue, paused) => setStageNextPaused(redis, config.queuePrefix, queue, paused),
+    setQueueConcurrency: (queue, concurrency) => setStageNextConcurrency(redis, config.queuePrefix, queue, concurrency),
     webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
   },
   config,

@@ -12,8 +12,9 @@ import {
   createStageNextQueueStats,
   createStageResultsProducer,
   pingRedis,
+  setStageNextConcurrency,
   setStageNextPaused,
-  stageNextPausedStates,
+  stageNextQueueStates,
 } from '@po/queues';
 import { createLogger, observeDatabasePool, observeInternalQueues, observeStageNextQueues, shutdownTracing } from '@po/telemetry';
 import { buildApp } from './app.js';
@@ -54,9 +55,10 @@ const deps: DispatcherDeps = {
   results,
   logger,
   redisLoss: createRedisLossDetector(producerRedis, config.queuePrefix),
-  queuePauses: {
-    states: (queues) => stageNextPausedStates(producerRedis, config.queuePrefix, queues),
-    set: (queue, paused) => setStageNextPaused(producerRedis, config.queuePrefix, queue, paused),
+  queueSettings: {
+    states: (queues) => stageNextQueueStates(producerRedis, config.queuePrefix, queues),
+    setPaused: (queue, paused) => setStageNextPaused(producerRedis, config.queuePrefix, queue, paused),
+    setConcurrency: (queue, concurrency) => setStageNextConcurrency(producerRedis, config.queuePrefix, queue, concurrency),
   },
 };
 const passes = createPassRunner(engine, { maxBatch: config.batchSize, maxConcurrent: BATCH_CONCURRENCY });

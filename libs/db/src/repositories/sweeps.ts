@@ -142,13 +142,13 @@ export async function waitingExecutions(
   };
 }
 
-const HANDLER_PAUSES = statement(
-  'sweep_handler_pauses',
-  `SELECT application_id, handler_name, paused FROM handler_settings ORDER BY application_id, handler_name LIMIT $1`,
+const HANDLER_QUEUE_SETTINGS = statement(
+  'sweep_handler_queue_settings',
+  `SELECT application_id, handler_name, paused, max_concurrent FROM handler_settings ORDER BY application_id, handler_name LIMIT $1`,
 );
 
-/** Every handler's pause setting (decision 0132), for the sweeper to hold the StageNext queues to it. */
-export async function handlerPauses(db: Queryable, limit: number): Promise<{ applicationId: number; handler: string; paused: boolean }[]> {
-  const rows = await db.query<{ application_id: number; handler_name: string; paused: boolean }>(HANDLER_PAUSES, [limit]);
-  return rows.map((r) => ({ applicationId: r.application_id, handler: r.handler_name, paused: r.paused }));
+/** Every handler's settings that act on its StageNext queue (decision 0132), for the sweeper to hold the queues to them. */
+export async function handlerQueueSettings(db: Queryable, limit: number): Promise<{ applicationId: number; handler: string; paused: boolean; maxConcurrent: number | null }[]> {
+  const rows = await db.query<{ application_id: number; handler_name: string; paused: boolean; max_concurrent: number | null }>(HANDLER_QUEUE_SETTINGS, [limit]);
+  return rows.map((r) => ({ applicationId: r.application_id, handler: r.handler_name, paused: r.paused, maxConcurrent: r.max_concurrent }));
 }

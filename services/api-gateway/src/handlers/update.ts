@@ -14,7 +14,8 @@ export function loosens(before: HandlerSettingsValues, after: HandlerSettingsVal
 /**
  * PUT /handlers/{name} (decision 0132): creates or changes the handler's settings and answers its
  * view, both in one transaction. After the commit, best effort (the sweeper reconciles both):
- * a `paused` given is applied to the handler's StageNext queue in Redis, and a loosening change
+ * a `paused` or `maxConcurrent` given is applied to the handler's StageNext queue in Redis (its
+ * pause, its global concurrency: where a handler's limit is enforced), and a loosening change
  * wakes the pipeline of the handler's oldest Throttled stage, whose pass admits what now may go.
  */
 export async function updateHandler(deps: Deps, applicationId: number, name: string, body: HandlerSettingsRequest): Promise<HandlerView> {
@@ -24,12 +25,19 @@ export async function updateHandler(deps: Deps, applicationId: number, name: str
     if (!handler) throw new Error(`handler ${name} has settings but was not read back`);
     return { change, handler };
   });
+  const queue = stageQueueName(applicationId, name);
   if (body.paused !== undefined) {
-    const queue = stageQueueName(applicationId, name);
     try {
       await deps.setQueuePaused(queue, change.after.paused);
     } catch (err) {
       deps.logger.warn({ err, queue, paused: change.after.paused }, 'handler queue pause not applied; the sweep will');
+    }
+  }
+  if (body.maxConcurrent !== undefined) {
+    try {
+      await deps.setQueueConcurrency(queue, change.after.maxConcurrent);
+    } catch (err) {
+      deps.logger.warn({ err, queue, maxConcurrent: change.after.maxConcurrent }, 'handler queue concurrency not applied; the sweep will');
     }
   }
   const pipelineId = handler.oldestThrottledPipelineId;

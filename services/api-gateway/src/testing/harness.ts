@@ -7,6 +7,7 @@ import {
   createRedis,
   createStageNextPublisher,
   readStageNextDepths,
+  setStageNextConcurrency,
   setStageNextPaused,
   type PipelineEventsProducer,
 } from '@po/queues';
@@ -98,6 +99,7 @@ export async function startGateway(
     cursors: lazyCursorSigner(() => readCursorSecret(sqlOf(db))),
     queueDepths: (queues) => readStageNextDepths(redis, prefix, queues),
     setQueuePaused: (queue, paused) => setStageNextPaused(redis, prefix, queue, paused),
+    setQueueConcurrency: (queue, concurrency) => setStageNextConcurrency(redis, prefix, queue, concurrency),
     webhookAllowPrivateNetworks: overrides.webhookAllowPrivateNetworks ?? false,
   };
   const app = buildApp(

@@ -51,7 +51,7 @@ function depsWith(overrides: Partial<DispatcherDeps> = {}): DispatcherDeps {
     results: createStageResultsProducer(redis, prefix),
     logger,
     redisLoss: createRedisLossDetector(redis, prefix, 'test-instance'),
-    queuePauses: { states: async (queues) => queues.map(() => false), set: async () => undefined },
+    queueSettings: { states: async (queues) => queues.map(() => ({ paused: false, concurrency: null })), setPaused: async () => undefined, setConcurrency: async () => undefined },
     ...overrides,
   };
 }

@@ -15,9 +15,10 @@ import {
   createStageNextPublisher,
   createStageResultsProducer,
   resultJobId,
+  setStageNextConcurrency,
   setStageNextPaused,
   stageNextBullName,
-  stageNextPausedStates,
+  stageNextQueueStates,
   stageResultsQueue,
   type StageNextPublisher,
 } from '@po/queues';
@@ -61,7 +62,11 @@ beforeAll(async () => {
     results: createStageResultsProducer(redis, prefix),
     logger,
     redisLoss: createRedisLossDetector(redis, prefix),
-    queuePauses: { states: (queues) => stageNextPausedStates(redis, prefix, queues), set: (queue, paused) => setStageNextPaused(redis, prefix, queue, paused) },
+    queueSettings: {
+      states: (queues) => stageNextQueueStates(redis, prefix, queues),
+      setPaused: (queue, paused) => setStageNextPaused(redis, prefix, queue, paused),
+      setConcurrency: (queue, concurrency) => setStageNextConcurrency(redis, prefix, queue, concurrency),
+    },
   };
 });
 
@@ -232,8 +237,24 @@ describe('the sweeper', () => {
       INSERT INTO handler_settings (application_id, handler_name, paused) VALUES (${applicationId}, 'sweep-paused', true), (${applicationId}, 'sweep-resumed', false)`;
     // Redis says the opposite of both, as after a FLUSHALL (the pause gone) and a lost resume.
     await setStageNextPaused(redis, prefix, queue('sweep-resumed'), true);
-    expect(await stageNextPausedStates(redis, prefix, [queue('sweep-paused'), queue('sweep-resumed')])).toEqual([false, true]);
+    const paused = async () => (await stageNextQueueStates(redis, prefix, [queue('sweep-paused'), queue('sweep-resumed')])).map((s) => s.paused);
+    expect(await paused()).toEqual([false, true]);
     await sweepOnce(deps, options, newSweeperState());
-    expect(await stageNextPausedStates(redis, prefix, [queue('sweep-paused'), queue('sweep-resumed')])).toEqual([true, false]);
+    expect(await paused()).toEqual([true, false]);
+  });
+
+  it("holds each handler's StageNext queue to its maxConcurrent: a concurrency Redis lost is set again, a changed one corrected, a stale one removed (decision 0132)", async () => {
+    const queue = (handler: string) => `app_${applicationId}_${handler}_StageNext`;
+    await db().$executeRaw`
+      INSERT INTO handler_settings (application_id, handler_name, max_concurrent)
+      VALUES (${applicationId}, 'sweep-max-lost', 3), (${applicationId}, 'sweep-max-changed', 5), (${applicationId}, 'sweep-max-cleared', NULL)`;
+    const queues = [queue('sweep-max-lost'), queue('sweep-max-changed'), queue('sweep-max-cleared')];
+    // Redis lost the first, holds an older value of the second, and a limit since cleared on the third.
+    await setStageNextConcurrency(redis, prefix, queues[1]!, 2);
+    await setStageNextConcurrency(redis, prefix, queues[2]!, 4);
+    const concurrencies = async () => (await stageNextQueueStates(redis, prefix, queues)).map((s) => s.concurrency);
+    expect(await concurrencies()).toEqual([null, 2, 4]);
+    await sweepOnce(deps, options, newSweeperState());
+    expect(await concurrencies()).toEqual([3, 5, null]);
   });
 });

@@ -1,6 +1,6 @@
 import {
   expiredExecutions,
-  handlerPauses,
+  handlerQueueSettings,
   pipelinesDueForDispatch,
   pipelinesWithThrottledStages,
   sqlOf,
@@ -61,26 +61,32 @@ export async function sweepOnce(deps: DispatcherDeps, options: SweeperOptions, s
     const ids = [...new Set([...due, ...throttled])];
     await runEach(deps, ids.map((pipelineId) => ({ kind: 'pass', pipelineId })), { skipLocked: true });
   });
-  await step(deps, 'handler pauses', () => holdQueuePauses(deps));
+  await step(deps, 'handler queue settings', () => holdQueueSettings(deps));
 }
 
 /** Handler settings a sweep holds the StageNext queues to; more are left for PUT's own call. */
-const PAUSES_PER_SWEEP = 1000;
+const QUEUE_SETTINGS_PER_SWEEP = 1000;
 
 /**
- * A paused handler's StageNext queue is paused in Redis too (decision 0132). api-gateway applies a
- * change after its commit; this puts right what that call or Redis lost (a failed call, a
- * FLUSHALL, a failover to a replica that missed it): PostgreSQL is the truth.
+ * A handler's pause and maxConcurrent act on its StageNext queue in Redis too (decision 0132).
+ * api-gateway applies a change after its commit; this puts right what that call or Redis lost (a
+ * failed call, a FLUSHALL, a failover to a replica that missed it): PostgreSQL is the truth.
  */
-async function holdQueuePauses(deps: DispatcherDeps): Promise<void> {
-  const settings = await handlerPauses(sqlOf(deps.db), PAUSES_PER_SWEEP);
+async function holdQueueSettings(deps: DispatcherDeps): Promise<void> {
+  const settings = await handlerQueueSettings(sqlOf(deps.db), QUEUE_SETTINGS_PER_SWEEP);
   if (settings.length === 0) return;
   const queues = settings.map((s) => stageQueueName(s.applicationId, s.handler));
-  const states = await deps.queuePauses.states(queues);
+  const states = await deps.queueSettings.states(queues);
   for (const [i, s] of settings.entries()) {
-    if (states[i] === s.paused) continue;
-    await deps.queuePauses.set(queues[i]!, s.paused);
-    deps.logger.info({ queue: queues[i], paused: s.paused }, 'StageNext queue pause state put back to the handler setting');
+    const queue = queues[i]!;
+    if (states[i]!.paused !== s.paused) {
+      await deps.queueSettings.setPaused(queue, s.paused);
+      deps.logger.info({ queue, paused: s.paused }, 'StageNext queue pause state put back to the handler setting');
+    }
+    if (states[i]!.concurrency !== s.maxConcurrent) {
+      await deps.queueSettings.setConcurrency(queue, s.maxConcurrent);
+      deps.logger.info({ queue, maxConcurrent: s.maxConcurrent }, 'StageNext queue concurrency put back to the handler setting');
+    }
   }
 }
 

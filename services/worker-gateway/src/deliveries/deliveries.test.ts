@@ -36,6 +36,9 @@ class FakeFetcher {
   readonly completed: string[] = [];
   readonly requeued: string[] = [];
   fetches = 0;
+  /** A global concurrency (a handler's maxConcurrent): fetches find nothing while this many are out. */
+  limit: number | null = null;
+  out = 0;
   failRequeue = false;
   failComplete = false;
   completeError: Error | undefined;
@@ -45,12 +48,17 @@ class FakeFetcher {
     return true;
   }
   release(): void {}
+  limited(): boolean {
+    return this.limit !== null;
+  }
   async fetch(): Promise<FetchedMessage | null> {
     // The broker lock starts with the call, before whatever time it takes.
     const fetchedAt = this.now();
     this.fetches += 1;
     this.onFetch();
+    if (this.limit !== null && this.out >= this.limit) return null;
     const m = this.queue.shift();
+    if (m) this.out += 1;
     // One that waited in the fetcher (a message of a batch) keeps the time its job was fetched.
     return m ? { ...m, fetchedAt: m.fetchedAt || fetchedAt } : null;
   }
@@ -58,11 +66,13 @@ class FakeFetcher {
     if (this.failComplete) throw new Error('Command timed out');
     if (this.completeError) throw this.completeError;
     this.completed.push(m.id);
+    this.out -= 1;
   }
   async requeue(m: FetchedMessage): Promise<void> {
     if (this.failRequeue) throw new Error('Missing lock');
     this.requeued.push(m.id);
     this.queue.push(m);
+    this.out -= 1;
   }
   async sweepBuffered(): Promise<number> {
     return 0;
@@ -244,6 +254,24 @@ describe('Deliveries', () => {
     // Every 20 ms would be about 60 fetches; doubling from 20 ms up to 160 ms is about 10.
     expect(fetcher.fetches).toBeGreaterThanOrEqual(5);
     expect(fetcher.fetches).toBeLessThanOrEqual(14);
+  });
+
+  it("a pull that found its queue at the handler's maxConcurrent takes the place an ack frees at once, not at its next poll", async () => {
+    const { fetcher, deliveries } = setup({ pollIntervalMs: 250, pollMaxMs: 10_000 });
+    fetcher.limit = 1;
+    fetcher.queue.push(message('a'), message('b'));
+    const first = await deliveries.pull('q', APP, 5, never);
+    expect(first?.messageId).toBe('a');
+    let second: string | undefined;
+    const pending = deliveries.pull('q', APP, 5, never).then((d) => (second = d?.messageId));
+    // At its limit the queue looks empty to this pull, which backs off (up to 10 s here).
+    await new Promise((r) => setTimeout(r, 800));
+    expect(second).toBeUndefined();
+    const acked = Date.now();
+    await deliveries.ack(first!.token, false);
+    await pending;
+    expect(second).toBe('b');
+    expect(Date.now() - acked).toBeLessThan(200);
   });
 
   it('a message that arrives without a wake-up (a lost announcement) is still found by the safety poll', async () => {

@@ -336,6 +336,7 @@ export class Deliveries {
   async ack(token: string, requeue: boolean): Promise<boolean> {
     const held = this.held.get(token);
     if (!held) return false;
+    const limited = this.fetcher.limited(held.queue);
     this.drop(token, held);
     if (held.expiresAt <= this.now()) {
       // Past the visibility timeout the delivery is no longer held (404), even if no sweep ran yet.
@@ -353,6 +354,8 @@ export class Deliveries {
       this.restore(token, held);
       throw err;
     }
+    // A place of a queue held to its handler's maxConcurrent is free: a pull waiting here takes it.
+    if (limited) this.wake(held.queue);
     return true;
   }
 
@@ -368,11 +371,13 @@ export class Deliveries {
    * An ack (requeue=false) with the pull that follows it on the same queue as one broker call
    * (decision 0110): BullMQ completes the message and takes the next one in one script. `delivery`
    * is absent when it cannot go that way — not held here, another queue, pulls already waiting on
-   * that one, a limit — and the caller pulls as usual; null when the queue had nothing.
+   * that one, a limit — and the caller pulls as usual; null when the queue had nothing. Pulls
+   * waiting on a queue held to its handler's maxConcurrent wait for a place, not for a message: the
+   * place this ack frees goes with the ack, as it would have without them.
    */
   async ackAndTake(token: string, queue: string, applicationId: number): Promise<{ acked: boolean; delivery?: Delivery | null }> {
     const held = this.held.get(token);
-    const waiting = (this.feeds.get(queue)?.waiters.length ?? 0) > 0;
+    const waiting = (this.feeds.get(queue)?.waiters.length ?? 0) > 0 && !this.fetcher.limited(queue);
     if (!held || held.queue !== queue || held.applicationId !== applicationId || held.expiresAt <= this.now() || waiting || this.closing) {
       return { acked: await this.ack(token, false) };
     }
@@ -420,8 +425,10 @@ export class Deliveries {
 
   private async requeueExpired(held: Held): Promise<boolean> {
     try {
+      const limited = this.fetcher.limited(held.queue);
       await this.fetcher.requeue(held.message);
       visibilityRequeues().inc();
+      if (limited) this.wake(held.queue);
       return true;
     } catch (err) {
       // The BullMQ lock lapsed too; the stalled check returns the message instead.

@@ -103,6 +103,25 @@ describe('PUT /handlers/{name}', () => {
     expect((await gw.call('PUT', path('payments'), { json: {}, key: null })).status).toBe(401);
   });
 
+  it("sets the handler's maxConcurrent as its StageNext queue's global concurrency in Redis, and removes it with null", async () => {
+    const name = 'limit:{eu}%';
+    const queue = new Queue(stageNextBullName(stageQueueName(gw.appA.id, name)), { connection: gw.redis, prefix: gw.prefix });
+    try {
+      await put(name, { maxConcurrent: 4 });
+      expect(await queue.getGlobalConcurrency()).toBe(4);
+      // A change without the member leaves it; application B's queue of the same handler is its own.
+      await put(name, { paused: false });
+      expect(await queue.getGlobalConcurrency()).toBe(4);
+      const other = new Queue(stageNextBullName(stageQueueName(gw.appB.id, name)), { connection: gw.redis, prefix: gw.prefix });
+      expect(await other.getGlobalConcurrency()).toBeNull();
+      await other.close();
+      await put(name, { maxConcurrent: null });
+      expect(await queue.getGlobalConcurrency()).toBeNull();
+    } finally {
+      await queue.close();
+    }
+  });
+
   it('pauses the handler StageNext queue in Redis, and resumes it', async () => {
     const name = 'pay:{eu}%';
     const queue = new Queue(stageNextBullName(stageQueueName(gw.appA.id, name)), { connection: gw.redis, prefix: gw.prefix });
