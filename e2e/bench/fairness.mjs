@@ -17,13 +17,15 @@
 //             while backlogged); (b) measured — the run without keys (below) is FIFO: every
 //             StageNext job has the same BullMQ priority, and BullMQ keeps FIFO among equals (its
 //             own rate differs, so its waits are FIFO at its rate, not the keyed run's).
-//   cost      The same load twice per pair, alternating, in one sitting: `keyed` (the keys and the
-//             handler limit, as above) and `plain` (no key, no handler_settings row, 16 worker
-//             slots: the capacity is bound by the workers instead). CPU of the five services, of
+//   cost      The same load twice per pair, in one sitting: `keyed` (the keys and the handler
+//             limit, as above) and `plain` (no key, no handler_settings row, 16 worker slots: the
+//             capacity is bound by the workers instead, so both run at the same rate), and with
+//             BENCH_FAIRNESS_FLEET=1 a third, `fleet` (no key, no limit, the keyed runs' 32 slots:
+//             twice the rate, where batching makes a stage cheaper, so not the cost's yardstick). CPU of the five services, of
 //             PostgreSQL (the backends of the run's database: the server is shared) and of Redis
 //             (one of the run's own, for the same reason) over the measured run, divided by its
-//             stages; the ratio keyed / plain per pair (issue 31's target: under 1.10). `otherCores`
-//             is what the rest of the box used meanwhile (2 = both cores).
+//             stages; the ratios keyed / plain and keyed / fleet per pair (issue 31's target:
+//             under 1.10). `otherCores` is what the rest of the box used meanwhile (2 = both cores).
 //
 // Each run is on a fresh cluster (cluster.mjs, the engine bench's: five services as processes,
 // production settings), after a warm-up of BENCH_FAIRNESS_WARMUP pipelines of the same kind through
@@ -40,6 +42,8 @@
 //   BENCH_FAIRNESS_SLOTS          worker slots in the keyed runs, over two processes [32]
 //   BENCH_FAIRNESS_HANDLER_MS     how long the handler holds a slot [100]
 //   BENCH_FAIRNESS_PAIRS          keyed/plain pairs [2]; the first keyed run gives the fairness figures
+//   BENCH_FAIRNESS_FLEET          1: each pair also runs `fleet` (no key, no limit, the keyed runs'
+//                                 BENCH_FAIRNESS_SLOTS worker slots: the same fleet, unbound) [0]
 //   BENCH_FAIRNESS_WARMUP         warm-up pipelines per run, left out of every figure [300]
 //   BENCH_NODE, BENCH_STALL_SECONDS, BENCH_REPORT_DIR, TEST_DATABASE_URL, REDIS_URL as engine.mjs.
 import { spawn } from 'node:child_process';
@@ -78,6 +82,7 @@ const CAPACITY = num('BENCH_FAIRNESS_CAPACITY', 16);
 const SLOTS = num('BENCH_FAIRNESS_SLOTS', 32);
 const HANDLER_MS = num('BENCH_FAIRNESS_HANDLER_MS', 100);
 const PAIRS = Math.max(1, num('BENCH_FAIRNESS_PAIRS', 2));
+const FLEET = num('BENCH_FAIRNESS_FLEET', 0) > 0;
 const WARMUP = num('BENCH_FAIRNESS_WARMUP', 300);
 const CREATORS = 8;
 const HANDLER = 'work';
@@ -317,7 +322,8 @@ async function runOnce(mode, index, log) {
           `PUT /handlers/${HANDLER} did not set maxConcurrent: ${text.slice(0, 300)}`,
         );
     }
-    const slots = keyed ? SLOTS : CAPACITY;
+    // plain: the capacity bound by worker slots instead; fleet: the keyed runs' fleet, unbound.
+    const slots = mode === 'plain' ? CAPACITY : SLOTS;
     workers = await startWorkerProcesses({ cluster, slots, label, handlerMs: HANDLER_MS });
 
     // Warm-up: the same kind of pipelines (keyed: spread over eleven keys) through this cluster.
@@ -522,7 +528,7 @@ async function runOnce(mode, index, log) {
       smallDelayMs: SMALL_DELAY_MS,
       capacity: keyed
         ? `PUT /handlers/${HANDLER} maxConcurrent=${CAPACITY}`
-        : `worker slots=${CAPACITY}`,
+        : `worker slots=${slots}`,
       workerSlots: slots,
       handlerMs: HANDLER_MS,
       created: ids.length,
@@ -592,7 +598,8 @@ export async function benchFairness(log = console.log) {
   for (let i = 1; i <= PAIRS; i++) {
     const keyed = await runOnce('keyed', i, log);
     const plain = await runOnce('plain', i, log);
-    pairs.push({ keyed, plain });
+    const fleet = FLEET ? await runOnce('fleet', i, log) : null;
+    pairs.push({ keyed, plain, fleet });
   }
   const ratio = (a, b) => (a === null || b === null || b === 0 ? null : +(a / b).toFixed(3));
   const first = pairs[0];
@@ -639,6 +646,16 @@ export async function benchFairness(log = console.log) {
           p.plain.cpuMsPerStage.servicesPostgresRedis,
         ),
         servicesOnlyRatio: ratio(p.keyed.cpuMsPerStage.services, p.plain.cpuMsPerStage.services),
+        // Against the same fleet (32 slots) unbound: twice the rate, for context only.
+        ...(p.fleet
+          ? {
+              fleetCpuMsPerStage: p.fleet.cpuMsPerStage.servicesPostgresRedis,
+              fleetRatio: ratio(
+                p.keyed.cpuMsPerStage.servicesPostgresRedis,
+                p.fleet.cpuMsPerStage.servicesPostgresRedis,
+              ),
+            }
+          : {}),
       })),
     }),
   );

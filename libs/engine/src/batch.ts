@@ -58,11 +58,6 @@ export class Batch {
   readonly plans = new Map<number, { skip: number[]; dispatch: number[] }>();
   /** Pipelines whose next pass is due when a rate-limited handler has a token again (decision 0132). */
   readonly wakeAt = new Map<number, Date>();
-  /**
-   * Queues (settingsKey of application and handler) whose handler has a maxConcurrent: their
-   * messages go as jobs of their own, since the queue's global concurrency counts jobs (decision 0132).
-   */
-  readonly singleJobQueues = new Set<string>();
 
   constructor(
     readonly now: Date,

@@ -10,7 +10,6 @@ import { addAppended, insertPassStages } from './steps/append.js';
 import { candidates, plan } from './steps/plan.js';
 import { readContexts, writeContexts, type ContextEntryRow } from './store-contexts.js';
 import { admitBatch } from './flow-control.js';
-import { settingsKey } from './store-slots.js';
 import { republishLost, type LostMessage } from './republish.js';
 import { INLINE_CONTEXT_MAX_BYTES, contextBytes, snapshotOf, writeSnapshots, type ContextSnapshot } from './context-snapshots.js';
 import { recordApply, recordOutcome, recordPublished, startDispatchSpans } from './observe.js';
@@ -40,8 +39,6 @@ interface Outgoing {
   turn: number;
   /** When the change that made the stage ready was requested (dispatch-latency metric). */
   requestedAt: Date;
-  /** Its handler has a maxConcurrent: published as a job of its own (decision 0132). */
-  single: boolean;
 }
 
 interface Committed {
@@ -185,8 +182,7 @@ export class Engine {
         ...(snapshot ? { contextSnapshotId: snapshot.id } : {}),
         dispatchedAt: publishedAt,
       });
-      const single = batch.singleJobQueues.has(settingsKey(d.pipeline.applicationId, d.stage.handlerName));
-      return { queue, message, turn: d.turn, requestedAt: d.pipeline.dispatchRequestedAt ?? now, single };
+      return { queue, message, turn: d.turn, requestedAt: d.pipeline.dispatchRequestedAt ?? now };
     });
     await writeSnapshots(tx, [...snapshots.values()]);
     return { batch, outgoing, contexts: [...shown.values()] };
@@ -194,8 +190,7 @@ export class Engine {
 
   /**
    * Publishes the batch's StageNext messages once it has committed (decision 0121): one publish
-   * per queue (several messages go as batch jobs of up to 32, decision 0127, except to a queue whose
-   * handler has a maxConcurrent: its global concurrency counts jobs), all queues at once.
+   * per queue (several messages go as batch jobs of up to 32, decision 0127), all queues at once.
    * No broker call holds a row lock, and a worker never pulls a message whose rows it cannot see
    * yet. A publish that fails is tried again a few times; after that (or if this process dies in
    * between) the sweeper's lost-message walk republishes the dispatch from its row, so nothing waits
@@ -203,12 +198,10 @@ export class Engine {
    */
   private async publish(outgoing: readonly Outgoing[]): Promise<boolean> {
     const turns = new Map(outgoing.filter((o) => o.turn > 0).map((o) => [o.message.executionId, o.turn]));
-    const single = new Set(outgoing.filter((o) => o.single).map((o) => o.queue));
     const results = await Promise.allSettled([...byQueue(outgoing)].map(async ([queue, messages]) => {
-      const options = { ...(turns.size > 0 ? { turns } : {}), ...(single.has(queue) ? { batch: false } : {}) };
       for (let attempt = 1; ; attempt += 1) {
         try {
-          return await this.deps.publisher.publish(queue, messages, options);
+          return await this.deps.publisher.publish(queue, messages, turns.size > 0 ? { turns } : {});
         } catch (err) {
           if (attempt >= PUBLISH_ATTEMPTS) throw err;
           await sleep(100 * 2 ** attempt);

@@ -46,7 +46,6 @@ export async function admitBatch(
     tx,
     apps.filter((app) => withSettings.has(app)).flatMap((app) => handlersOf(app).map((handler) => ({ applicationId: app, handler }))),
   );
-  for (const row of seen.values()) if (row.maxConcurrent !== null) batch.singleJobQueues.add(settingsKey(row.applicationId, row.handler));
   const out = new Map<number, Admission>();
   const buckets: { applicationId: number; handler: string; tokens: number; at: Date }[] = [];
   for (const app of apps) {
@@ -147,10 +146,9 @@ async function readGates(tx: Queryable, batch: Batch, app: number, candidates: r
       buckets.set(s.handler, bucket);
       tokens = bucket.tokens;
     }
-    // maxConcurrent is held where deliveries are taken, not here: it is the handler's StageNext
-    // queue's global concurrency (decision 0132), so its stages go Pending and wait in the queue in
+    // maxConcurrent is held where deliveries are taken, not here: it is the number of places of the
+    // handler's StageNext queue (decision 0132), so its stages go Pending and wait in the queue in
     // priority and turn order, and each ack takes the next one with it.
-    if (s.maxConcurrent !== null) batch.singleJobQueues.add(settingsKey(app, s.handler));
     gates.set(s.handler, { paused: s.paused, free: null, tokens });
   }
   return {

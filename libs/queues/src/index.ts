@@ -27,6 +27,7 @@ export {
   createStageNextPublisher,
   stageNextBatchKeys,
   stageNextBullName,
+  stageNextLimitChannel,
   stageNextWakeChannel,
   type StageNextBatchJob,
   type StageNextJob,
@@ -43,6 +44,7 @@ export {
 export { lostLock } from './fetched-message.js';
 export { readStageNextDepths, type StageNextDepth } from './stage-next-depth.js';
 export { setStageNextConcurrency, setStageNextPaused, stageNextQueueStates, type StageNextQueueState } from './stage-next-pause.js';
+export { StageNextPlaces, stageNextPlaceKeys } from './stage-next-places.js';
 export {
   createBacklogStats,
   toJobCounts,

@@ -13,6 +13,7 @@ import {
   stageNextJobPriority,
 } from './stage-next.js';
 import type { RedisConnection } from './connection.js';
+import { StageNextPlaces } from './stage-next-places.js';
 import { isStageNextJob, lostLock, settle, unsettle, type Carrier, type FetchedMessage } from './fetched-message.js';
 
 export type { FetchedMessage } from './fetched-message.js';
@@ -63,9 +64,10 @@ interface OpenQueue {
   buffer: FetchedMessage[];
   /** The Redis fetch under way: fetches of the same queue wait for it and take from the buffer after. */
   fetching: Promise<unknown> | undefined;
-  /** Whether the queue has a global concurrency (see `limited`), and when that was last read. */
+  /** Whether the queue has places (see `limited`), when that was last read, and the first read. */
   limited: boolean;
   limitReadAt: number;
+  limitKnown: Promise<void>;
 }
 
 /** How long a queue's global concurrency, as read from Redis, is trusted before it is read again. */
@@ -89,6 +91,7 @@ export class StageNextFetcher {
   private readonly closing = new Set<Promise<void>>();
   private readonly maxQueues: number;
   private readonly keys: QueueKeys;
+  private readonly places: StageNextPlaces;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -97,6 +100,7 @@ export class StageNextFetcher {
   ) {
     this.maxQueues = options.maxQueues ?? 512;
     this.keys = new QueueKeys(prefix);
+    this.places = new StageNextPlaces(connection, prefix);
   }
 
   /** Queues with a BullMQ worker right now. */
@@ -125,17 +129,35 @@ export class StageNextFetcher {
       return found;
     }
     if (this.open.size >= this.maxQueues && !this.closeOneIdle()) return undefined;
-    const entry: OpenQueue = { worker: this.makeWorker(queue), queue: undefined, users: 0, buffer: [], fetching: undefined, limited: false, limitReadAt: 0 };
+    const entry: OpenQueue = {
+      worker: this.makeWorker(queue),
+      queue: undefined,
+      users: 0,
+      buffer: [],
+      fetching: undefined,
+      limited: false,
+      limitReadAt: Date.now(),
+      limitKnown: Promise.resolve(),
+    };
+    entry.limitKnown = this.places.limited(queue).then(
+      (limited) => {
+        entry.limited = limited;
+      },
+      () => undefined,
+    );
     this.open.set(queue, entry);
-    this.readLimit(queue, entry);
     return entry;
   }
 
+  /** Resolves once the queue's limit was first read (a fetch for a pull waits for it: no first round unlimited). */
+  async limitKnown(queue: string): Promise<void> {
+    await this.open.get(queue)?.limitKnown;
+  }
+
   /**
-   * Whether the queue has a global concurrency (a handler's maxConcurrent, decision 0132), as last
-   * read from its `meta` hash (read again in the background once LIMIT_READ_MS old). At its limit a
-   * fetch finds nothing although messages wait, so a pull that found it "empty" waits for a
-   * wake-up: whoever frees a place there must hand it on. False for a queue not open here.
+   * Whether the queue has places (a handler's maxConcurrent, decision 0132), as last read from
+   * Redis (again in the background once LIMIT_READ_MS old): a pull must take a place before its
+   * fetch, and whoever gives one back hands it on. False for a queue not open here.
    */
   limited(queue: string): boolean {
     const entry = this.open.get(queue);
@@ -144,14 +166,39 @@ export class StageNextFetcher {
     return entry.limited;
   }
 
+  /** Reads the queue's limit now (its places' limit changed); resolves when known. */
+  async refreshLimit(queue: string): Promise<void> {
+    const entry = this.open.get(queue);
+    if (!entry) return;
+    entry.limitReadAt = Date.now();
+    entry.limited = await this.places.limited(queue);
+  }
+
   private readLimit(queue: string, entry: OpenQueue): void {
     entry.limitReadAt = Date.now();
-    void this.connection.hexists(this.keys.toKey(stageNextBullName(queue), 'meta'), 'concurrency').then(
-      (n) => {
-        entry.limited = n === 1;
+    this.places.limited(queue).then(
+      (limited) => {
+        entry.limited = limited;
       },
       () => undefined,
     );
+  }
+
+  /** How many of `ids` got a place of the queue (StageNextPlaces.take), lapsing with the visibility timeout. */
+  takePlaces(queue: string, ids: readonly string[]): Promise<number> {
+    const now = Date.now();
+    return this.places.take(queue, ids, now, now + this.options.visibilityTimeoutMs);
+  }
+
+  releasePlaces(queue: string, ids: readonly string[]): void {
+    this.places.release(queue, ids);
+  }
+
+  /** A place handed on to a delivery fetched now lapses with it; answers when that is. */
+  renewPlace(queue: string, id: string): number {
+    const lapsesAt = Date.now() + this.options.visibilityTimeoutMs;
+    this.places.renew(queue, id, lapsesAt);
+    return lapsesAt;
   }
 
   private closeOneIdle(): boolean {
@@ -440,6 +487,9 @@ export class StageNextFetcher {
       due.push(...stale);
     }
     const results = await Promise.allSettled(due.map((m) => this.requeue(m)));
+    // Pulls waiting on any gateway learn of them now rather than at their next safety poll (one
+    // holding free places of a limited queue may have found it empty while they waited here).
+    for (const queue of new Set(due.map((m) => m.queue))) void this.connection.publish(stageNextWakeChannel(this.prefix), queue).catch(() => undefined);
     return results.filter((r) => r.status === 'fulfilled').length;
   }
 

@@ -1,5 +1,6 @@
 import { Queue, QueueKeys } from 'bullmq';
-import { stageNextBullName } from './stage-next.js';
+import { stageNextBullName, stageNextLimitChannel } from './stage-next.js';
+import { stageNextPlaceKeys } from './stage-next-places.js';
 import type { RedisConnection } from './connection.js';
 
 /**
@@ -32,38 +33,37 @@ export async function setStageNextPaused(connection: RedisConnection, prefix: st
 }
 
 /**
- * Sets (or with null removes) one StageNext queue's BullMQ global concurrency: BullMQ's own fetch
- * scripts then move no job to active while that many are active, whichever gateway asks.
- * Resolves once Redis applied it; idempotent.
+ * Sets (or with null removes) one StageNext queue's number of places (`StageNextPlaces`), and
+ * tells every worker-gateway (stageNextLimitChannel), which would otherwise see it at its next
+ * periodic read. Resolves once Redis applied it; idempotent.
  */
 export async function setStageNextConcurrency(connection: RedisConnection, prefix: string, queue: string, concurrency: number | null): Promise<void> {
-  const bull = new Queue(stageNextBullName(queue), { connection, prefix });
-  bull.on('error', () => undefined);
-  try {
-    if (concurrency === null) await bull.removeGlobalConcurrency();
-    else await bull.setGlobalConcurrency(concurrency);
-  } finally {
-    await bull.close().catch(() => undefined);
-  }
+  const { limit } = stageNextPlaceKeys(new QueueKeys(prefix), queue);
+  if (concurrency === null) await connection.del(limit);
+  else await connection.set(limit, concurrency);
+  await connection.publish(stageNextLimitChannel(prefix), queue);
 }
 
 export interface StageNextQueueState {
   paused: boolean;
-  /** The global concurrency; null: none. */
+  /** The number of places; null: no limit. */
   concurrency: number | null;
 }
 
 /**
- * Each named StageNext queue's pause and global concurrency, in the order given: one HMGET of the
- * queue's `meta` hash each (the fields BullMQ's scripts read), all sent at once. Each key carries
- * its queue's hash tag, so on a cluster each goes to its own slot's node.
+ * Each named StageNext queue's pause and number of places, in the order given: the `paused` field
+ * of the queue's `meta` hash (what BullMQ's `isPaused` reads) and its places' limit, all sent at
+ * once. Each key carries its queue's hash tag, so on a cluster each goes to its own slot's node.
  */
 export async function stageNextQueueStates(connection: RedisConnection, prefix: string, queues: readonly string[]): Promise<StageNextQueueState[]> {
   const keys = new QueueKeys(prefix);
   return Promise.all(
     queues.map(async (queue) => {
-      const [paused, concurrency] = await connection.hmget(keys.toKey(stageNextBullName(queue), 'meta'), 'paused', 'concurrency');
-      return { paused: paused !== null, concurrency: concurrency === null ? null : Number(concurrency) };
+      const [paused, limit] = await Promise.all([
+        connection.hexists(keys.toKey(stageNextBullName(queue), 'meta'), 'paused'),
+        connection.get(stageNextPlaceKeys(keys, queue).limit),
+      ]);
+      return { paused: paused === 1, concurrency: limit === null ? null : Number(limit) };
     }),
   );
 }

@@ -1,17 +1,17 @@
 // StageNext publishing (decision 0125's next step): several messages dispatched to one queue are one
 // batch job, and `missing()` still answers per message, through the queue's `batched` hash. Pausing a
 // handler's queue (decision 0132): BullMQ's pause, and its state read back per queue; a handler's
-// maxConcurrent as the queue's global concurrency.
+// maxConcurrent as the queue's places.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { Queue, QueueKeys, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Queue, QueueKeys } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StageNextMessage } from '@po/contracts';
 import { TEST_REDIS_URL, cleanupRedisPrefix, testQueuePrefix, stageNextMessage } from '@po/testing';
 import { createRedis } from './connection.js';
 import { STAGE_NEXT_BATCH_JOB, createStageNextPublisher, stageNextBatchKeys, stageNextBullName, type StageNextBatchJob } from './stage-next.js';
 import { setStageNextConcurrency, setStageNextPaused, stageNextQueueStates } from './stage-next-pause.js';
+import { StageNextPlaces } from './stage-next-places.js';
 
 const prefix = testQueuePrefix('stage-next');
 const redis = createRedis(TEST_REDIS_URL, 'producer');
@@ -142,33 +142,33 @@ describe('StageNext pause', () => {
   });
 });
 
-describe('StageNext concurrency (a handler maxConcurrent, decision 0132)', () => {
-  it('is the queue global concurrency BullMQ holds its fetches to: no more active jobs than it, across fetchers', async () => {
-    const { name, bull } = freshQueue('limited:{x}%');
+describe('StageNext places (a handler maxConcurrent, decision 0132)', () => {
+  it('a limited queue has that many places across every taker; one given back or lapsed is free again; without a limit nothing is counted', async () => {
+    const { name } = freshQueue('limited:{x}%');
+    const places = new StageNextPlaces(redis, prefix);
+    const other = new StageNextPlaces(redis, prefix); // another gateway
+    const t0 = Date.now();
+    const lapse = t0 + 60_000;
+    expect(await places.limited(name)).toBe(false);
+    expect(await places.take(name, ['p1', 'p2', 'p3'], t0, lapse)).toBe(3);
     await setStageNextConcurrency(redis, prefix, name, 2);
-    expect(await bull.getGlobalConcurrency()).toBe(2);
+    expect(await places.limited(name)).toBe(true);
     expect(await stageNextQueueStates(redis, prefix, [name])).toEqual([{ paused: false, concurrency: 2 }]);
-    await publisher.publish(name, [message(), message(), message(), message()], { batch: false });
-    // Two BullMQ workers stand for two gateways' fetchers: together they get two jobs, not four.
-    const connections = [0, 1].map(() => new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }));
-    const workers = connections.map((connection) => new Worker(bull.name, null, { connection, prefix, autorun: false }));
-    try {
-      const taken = [];
-      for (const w of workers) for (let i = 0; i < 2; i += 1) taken.push(await w.getNextJob(`token-${taken.length}`, { block: false }));
-      expect(taken.filter(Boolean)).toHaveLength(2);
-      expect(await bull.getActiveCount()).toBe(2);
-      // Completing one frees one place.
-      const done = taken.find(Boolean)!;
-      await done.moveToCompleted('ok', done.token!, false);
-      expect(await workers[1]!.getNextJob('token-after', { block: false })).toBeTruthy();
-      expect(await workers[0]!.getNextJob('token-more', { block: false })).toBeFalsy();
-      await setStageNextConcurrency(redis, prefix, name, null);
-      expect(await bull.getGlobalConcurrency()).toBeNull();
-      expect(await stageNextQueueStates(redis, prefix, [name])).toEqual([{ paused: false, concurrency: null }]);
-      expect(await workers[0]!.getNextJob('token-free', { block: false })).toBeTruthy();
-    } finally {
-      await Promise.all(workers.map((w) => w.close()));
-      await Promise.all(connections.map((c) => c.quit()));
-    }
+    // Places are counted from the limit on: the three above were not recorded.
+    expect(await places.take(name, ['a', 'b', 'c'], t0, lapse)).toBe(2);
+    expect(await other.take(name, ['d'], t0, lapse)).toBe(0);
+    places.release(name, ['a']);
+    await redis.ping(); // the release is not waited for; a command after it on the connection is
+    expect(await other.take(name, ['d', 'e'], t0, lapse)).toBe(1);
+    // A place whose holder died lapses: 'b' was taken to lapse at t0 + 60 s.
+    expect(await other.take(name, ['f'], t0 + 60_001, t0 + 120_000)).toBe(1);
+    // Renewed with the delivery it went on to, a place does not lapse at its first time.
+    other.renew(name, 'f', t0 + 500_000);
+    await redis.ping();
+    expect(await places.take(name, ['g'], t0 + 120_001, t0 + 180_000)).toBe(1); // 'd' lapsed, 'f' did not
+    expect(await places.take(name, ['h'], t0 + 120_001, t0 + 180_000)).toBe(0);
+    await setStageNextConcurrency(redis, prefix, name, null);
+    expect(await stageNextQueueStates(redis, prefix, [name])).toEqual([{ paused: false, concurrency: null }]);
+    expect(await places.take(name, ['i', 'j', 'k'], t0, lapse)).toBe(3);
   });
 });

@@ -17,6 +17,9 @@ export type { StageNextJob, StageNextMessage };
 /** Pub/sub channel on which a queue's worker-facing name is announced when it gains a message. */
 export const stageNextWakeChannel = (prefix: string): string => `${prefix}:stage-next:wake`;
 
+/** Pub/sub channel naming a StageNext queue whose places' limit changed (decision 0132): gateways read it again at once. */
+export const stageNextLimitChannel = (prefix: string): string => `${prefix}:stage-next:limit`;
+
 /**
  * The BullMQ queue behind a worker-facing StageNext queue name. BullMQ refuses `:` (its key
  * separator) and a handler may contain any character (decision 0081), so `%` and `:` are
@@ -124,13 +127,20 @@ const MAX_OPEN_QUEUES = 1000;
 const TURNS = 2 ** 18;
 
 /**
+ * Keys take turns in a queue by this many messages: a key's dispatches of one pass share a turn,
+ * so they can go as one batch job (decision 0127) instead of one job each (decision 0132).
+ */
+export const STAGE_NEXT_TURN_SPAN = 8;
+
+/**
  * The BullMQ priority of a StageNext job (decision 0132): its stage's priority (1..5, lower first),
- * then its key's turn (the key's load when it was admitted). BullMQ pops the lowest value first and
- * keeps FIFO among equal values, so every job carries one: a job without would go before all of them.
+ * then its key's turn (the key's load when it was admitted, by STAGE_NEXT_TURN_SPAN). BullMQ pops
+ * the lowest value first and keeps FIFO among equal values, so every job carries one: a job
+ * without would go before all of them.
  */
 export function stageNextJobPriority(m: StageNextJob, turn = 0): number {
   const priority = Math.min(5, Math.max(1, Math.trunc(m.options.priority ?? 3)));
-  return priority * TURNS + Math.min(TURNS - 1, Math.max(0, Math.trunc(turn)));
+  return priority * TURNS + Math.min(TURNS - 1, Math.floor(Math.max(0, turn) / STAGE_NEXT_TURN_SPAN));
 }
 
 export interface StageNextPublisher {

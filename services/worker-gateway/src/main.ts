@@ -2,7 +2,7 @@ import './instrument.js';
 import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKeyCache, createDb, createWorkerSessionCache, poolSample, sqlOf } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
-import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextWakeChannel } from '@po/queues';
+import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextLimitChannel, stageNextWakeChannel } from '@po/queues';
 import { createLogger, observeDatabasePool, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
@@ -27,8 +27,9 @@ const fetcher = new StageNextFetcher(fetchRedis, config.queuePrefix, {
 });
 const deliveries = new Deliveries(fetcher, config, logger);
 deliveries.startSweeping();
-await wakeRedis.subscribe(stageNextWakeChannel(config.queuePrefix));
-wakeRedis.on('message', (_channel: string, queue: string) => deliveries.wake(queue));
+const limitChannel = stageNextLimitChannel(config.queuePrefix);
+await wakeRedis.subscribe(stageNextWakeChannel(config.queuePrefix), limitChannel);
+wakeRedis.on('message', (channel: string, queue: string) => (channel === limitChannel ? deliveries.limitChanged(queue) : deliveries.wake(queue)));
 // A reconnected subscription may have missed wake-ups: waiting queues fetch now, not at their next poll.
 wakeRedis.on('ready', () => deliveries.wakeAll());
 

@@ -36,9 +36,9 @@ class FakeFetcher {
   readonly completed: string[] = [];
   readonly requeued: string[] = [];
   fetches = 0;
-  /** A global concurrency (a handler's maxConcurrent): fetches find nothing while this many are out. */
+  /** Places of the queue (a handler's maxConcurrent), and those taken. */
   limit: number | null = null;
-  out = 0;
+  readonly places = new Set<string>();
   failRequeue = false;
   failComplete = false;
   completeError: Error | undefined;
@@ -51,14 +51,25 @@ class FakeFetcher {
   limited(): boolean {
     return this.limit !== null;
   }
+  async takePlaces(_queue: string, ids: readonly string[]): Promise<number> {
+    const n = this.limit === null ? ids.length : Math.max(0, Math.min(ids.length, this.limit - this.places.size));
+    for (const id of ids.slice(0, n)) this.places.add(id);
+    return n;
+  }
+  releasePlaces(_queue: string, ids: readonly string[]): void {
+    for (const id of ids) this.places.delete(id);
+  }
+  renewPlace(): number {
+    return 0;
+  }
+  async refreshLimit(): Promise<void> {}
+  async limitKnown(): Promise<void> {}
   async fetch(): Promise<FetchedMessage | null> {
     // The broker lock starts with the call, before whatever time it takes.
     const fetchedAt = this.now();
     this.fetches += 1;
     this.onFetch();
-    if (this.limit !== null && this.out >= this.limit) return null;
     const m = this.queue.shift();
-    if (m) this.out += 1;
     // One that waited in the fetcher (a message of a batch) keeps the time its job was fetched.
     return m ? { ...m, fetchedAt: m.fetchedAt || fetchedAt } : null;
   }
@@ -66,13 +77,17 @@ class FakeFetcher {
     if (this.failComplete) throw new Error('Command timed out');
     if (this.completeError) throw this.completeError;
     this.completed.push(m.id);
-    this.out -= 1;
   }
+  async completeAndFetch(m: FetchedMessage): Promise<FetchedMessage | null> {
+    await this.complete(m);
+    this.completedWithFetch += 1;
+    return this.fetch();
+  }
+  completedWithFetch = 0;
   async requeue(m: FetchedMessage): Promise<void> {
     if (this.failRequeue) throw new Error('Missing lock');
     this.requeued.push(m.id);
     this.queue.push(m);
-    this.out -= 1;
   }
   async sweepBuffered(): Promise<number> {
     return 0;
@@ -256,22 +271,44 @@ describe('Deliveries', () => {
     expect(fetcher.fetches).toBeLessThanOrEqual(14);
   });
 
-  it("a pull that found its queue at the handler's maxConcurrent takes the place an ack frees at once, not at its next poll", async () => {
-    const { fetcher, deliveries } = setup({ pollIntervalMs: 250, pollMaxMs: 10_000 });
+  it("a queue held to its handler's maxConcurrent: a pull takes a place before it fetches, waits while none is free, and takes the one an ack gives back at once", async () => {
+    const { fetcher, deliveries } = setup({ maxInflight: 10, pollIntervalMs: 250, pollMaxMs: 10_000 });
     fetcher.limit = 1;
     fetcher.queue.push(message('a'), message('b'));
     const first = await deliveries.pull('q', APP, 5, never);
     expect(first?.messageId).toBe('a');
+    expect(fetcher.places.size).toBe(1);
     let second: string | undefined;
     const pending = deliveries.pull('q', APP, 5, never).then((d) => (second = d?.messageId));
-    // At its limit the queue looks empty to this pull, which backs off (up to 10 s here).
+    // No place: the message stays in the queue (not fetched and handed back), the pull backs off.
     await new Promise((r) => setTimeout(r, 800));
     expect(second).toBeUndefined();
+    expect(fetcher.queue.map((m) => m.id)).toEqual(['b']);
     const acked = Date.now();
     await deliveries.ack(first!.token, false);
     await pending;
     expect(second).toBe('b');
     expect(Date.now() - acked).toBeLessThan(200);
+    expect(fetcher.places.size).toBe(1);
+    // The ack took the next message in the same call and handed its place on with it.
+    expect(fetcher.completedWithFetch).toBe(1);
+  });
+
+  it('a place is given back by a requeue, by the visibility sweep, and when the queue had nothing for it', async () => {
+    const { fetcher, deliveries, clock } = setup({ maxInflight: 10 });
+    fetcher.limit = 2;
+    expect(await deliveries.pull('q', APP, 0, never)).toBeNull();
+    expect(fetcher.places.size).toBe(0);
+    fetcher.queue.push(message('a'), message('b'));
+    const a = await deliveries.pull('q', APP, 0, never);
+    const b = await deliveries.pull('q', APP, 0, never);
+    expect(fetcher.places.size).toBe(2);
+    await deliveries.ack(a!.token, true);
+    expect(fetcher.places.size).toBe(1);
+    clock.now += 60_001;
+    expect(await deliveries.sweepExpired()).toBe(1);
+    expect(fetcher.places.size).toBe(0);
+    expect(b).not.toBeNull();
   });
 
   it('a message that arrives without a wake-up (a lost announcement) is still found by the safety poll', async () => {

@@ -18,6 +18,9 @@ interface Held {
   queue: string;
   applicationId: number;
   expiresAt: number;
+  /** The place it holds of a queue held to its handler's maxConcurrent (decision 0132), and when that lapses. */
+  place?: string;
+  placeLapsesAt?: number;
 }
 
 export interface DeliveriesOptions extends DeliveryLimits {
@@ -65,6 +68,11 @@ interface Feed {
   /** The last round found no room (limits): the next release of a delivery starts it again. */
   blocked: boolean;
   /**
+   * The last round found every place of the queue taken (a handler's maxConcurrent): wake-ups of
+   * new messages do not start it, a place given back here or the safety poll does.
+   */
+  full: boolean;
+  /**
    * The last round found the queue empty and no wake-up came during it: a pull that joins now
    * waits for the next wake-up or safety poll with the others instead of asking Redis again.
    */
@@ -105,6 +113,9 @@ export class Deliveries {
   private readonly feeds = new Map<string, Feed>();
   private readonly apps = new Map<number, AppLoad>();
   private reserved = 0;
+  /** Place ids (decision 0132): unique per process, counted rather than drawn at random. */
+  private readonly placePrefix = randomBytes(9).toString('base64url');
+  private placeSeq = 0;
   private heldBytes = 0;
   private closing = false;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -203,6 +214,7 @@ export class Deliveries {
       fetching: false,
       again: false,
       blocked: false,
+      full: false,
       empty: false,
       poll: undefined,
       pollDelayMs: this.options.pollIntervalMs,
@@ -230,6 +242,7 @@ export class Deliveries {
     feed.fetching = true;
     feed.blocked = false;
     feed.empty = false;
+    feed.full = false;
     void this.serve(queue, feed)
       .catch((err: unknown) => {
         this.logger.warn({ err, queue }, 'fetching deliveries failed');
@@ -239,7 +252,7 @@ export class Deliveries {
       .finally(() => {
         feed.fetching = false;
         if (feed.waiters.length === 0) return this.idle(queue, feed);
-        if (feed.again) return this.kick(queue, feed);
+        if (feed.again && !feed.full) return this.kick(queue, feed);
         if (this.closing) return;
         feed.poll = setTimeout(() => this.kick(queue, feed), feed.pollDelayMs);
         feed.pollDelayMs = Math.min(feed.pollDelayMs * 2, Math.max(this.options.pollIntervalMs, this.options.pollMaxMs));
@@ -255,10 +268,28 @@ export class Deliveries {
       if (this.closing) return;
       const wanted = Math.min(width, feed.waiters.length, MAX_FETCH);
       if (wanted === 0) return;
-      const n = fetchRoom(this.load(feed.applicationId, true), this.options, wanted, feed.typicalBytes);
+      let n = fetchRoom(this.load(feed.applicationId, true), this.options, wanted, feed.typicalBytes);
       if (n === 0) {
         feed.blocked = true;
         return;
+      }
+      // A queue held to its handler's maxConcurrent: a place for each fetch first (decision 0132).
+      let places: string[] = [];
+      let placesLapseAt = 0;
+      await this.fetcher.limitKnown(queue);
+      if (this.fetcher.limited(queue)) {
+        const ids = Array.from({ length: n }, () => `${this.placePrefix}.${(this.placeSeq += 1)}`);
+        placesLapseAt = this.now() + this.options.visibilityTimeoutMs;
+        n = await this.fetcher.takePlaces(queue, ids);
+        if (n === 0) {
+          // Every place is out: a place given back here (an ack) or the safety poll tries again;
+          // wake-ups of new messages would only ask again for nothing.
+          for (const w of [...feed.waiters]) if (w.once) w.resolve(null);
+          feed.full = true;
+          feed.empty = true;
+          return;
+        }
+        places = ids.slice(0, n);
       }
       // The pull span starts here; the visibility timeout counts from each message's own fetch (hold).
       const fetchStartedAt = this.now();
@@ -268,20 +299,27 @@ export class Deliveries {
       let fetched: (FetchedMessage | null)[];
       try {
         fetched = await Promise.all(Array.from({ length: n }, () => this.fetcher.fetch(queue)));
+      } catch (err) {
+        this.fetcher.releasePlaces(queue, places);
+        throw err;
       } finally {
         this.reserved -= n;
         app.reserved -= n;
       }
       const messages = fetched.filter((m): m is FetchedMessage => m !== null);
+      this.fetcher.releasePlaces(queue, places.slice(messages.length));
       if (messages.length > 0) {
         feed.pollDelayMs = this.options.pollIntervalMs;
         feed.typicalBytes = Math.max(...messages.map((m) => m.bytes));
       }
-      for (const message of messages) {
+      for (const [i, message] of messages.entries()) {
         const waiter = feed.waiters.find((w) => !w.done);
-        if (waiter) waiter.resolve(this.hold(queue, feed.applicationId, message, fetchStartedAt));
-        // The pull left while we fetched: give the message straight back.
-        else await this.fetcher.requeue(message);
+        if (waiter) waiter.resolve(this.hold(queue, feed.applicationId, message, fetchStartedAt, places[i] === undefined ? undefined : { id: places[i]!, lapsesAt: placesLapseAt }));
+        else {
+          // The pull left while we fetched: give the message straight back, and its place.
+          this.fetcher.releasePlaces(queue, places.slice(i, i + 1));
+          await this.fetcher.requeue(message);
+        }
       }
       if (messages.length < n) {
         // Slots reserved but not filled are free again for queues this round kept waiting.
@@ -301,12 +339,13 @@ export class Deliveries {
     }
   }
 
-  private hold(queue: string, applicationId: number, message: FetchedMessage, fetchStartedAt: number): Delivery {
+  private hold(queue: string, applicationId: number, message: FetchedMessage, fetchStartedAt: number, place?: { id: string; lapsesAt: number }): Delivery {
     const token = randomBytes(24).toString('base64url');
     // The BullMQ lock (visibility timeout) starts when the job holding the message was fetched, from
     // before that call; a message of a batch may have waited in the fetcher since: the delivery must
     // not outlast the lock, or a stalled check could hand the message out while it is held here.
-    this.held.set(token, { message, queue, applicationId, expiresAt: message.fetchedAt + this.options.visibilityTimeoutMs });
+    const expiresAt = message.fetchedAt + this.options.visibilityTimeoutMs;
+    this.held.set(token, { message, queue, applicationId, expiresAt, ...(place ? { place: place.id, placeLapsesAt: place.lapsesAt } : {}) });
     this.heldBytes += message.bytes;
     this.app(applicationId).held += 1;
     return { token, queue, messageId: message.id, payload: message.data, fetchStartedAt };
@@ -343,20 +382,52 @@ export class Deliveries {
       await this.requeueExpired(held);
       return false;
     }
+    // A place that pulls here wait for goes on to the first of them with the next message, taken
+    // in the same broker call as the ack (as an ack carrying the worker's next pull does).
+    const waiter = !requeue && held.place ? this.feeds.get(held.queue)?.waiters.find((w) => !w.done) : undefined;
+    const room = waiter !== undefined && fetchRoom(this.load(held.applicationId, true), this.options, 1, held.message.bytes) > 0;
+    const fetchStartedAt = this.now();
+    let next: FetchedMessage | null = null;
     try {
       if (requeue) await this.fetcher.requeue(held.message);
+      else if (room) next = await this.fetcher.completeAndFetch(held.message);
       else await this.fetcher.complete(held.message);
     } catch (err) {
       // The job is not ours any more (its lock lapsed and the stalled check took it back): not held (404).
-      if (lostLock(err)) return false;
+      if (lostLock(err)) {
+        this.givePlaceBack(held, limited);
+        return false;
+      }
       // Redis did not answer (an outage, a command timeout): the delivery is still this process's,
       // so the worker's retry of the ack can succeed; the visibility sweep returns it otherwise.
       this.restore(token, held);
       throw err;
     }
-    // A place of a queue held to its handler's maxConcurrent is free: a pull waiting here takes it.
-    if (limited) this.wake(held.queue);
+    if (next) {
+      const place = { id: held.place!, lapsesAt: this.fetcher.renewPlace(held.queue, held.place!) };
+      const first = this.feeds.get(held.queue)?.waiters.find((w) => !w.done);
+      if (first) first.resolve(this.hold(held.queue, held.applicationId, next, fetchStartedAt, place));
+      else {
+        // The pull left meanwhile: the message goes back, and its place.
+        this.fetcher.releasePlaces(held.queue, [place.id]);
+        await this.fetcher.requeue(next).catch((err: unknown) => this.logger.warn({ err, queue: held.queue }, 'requeue of a message no pull took failed; its lock lapses'));
+      }
+      return true;
+    }
+    this.givePlaceBack(held, limited);
     return true;
+  }
+
+  /** A place of a queue held to its handler's maxConcurrent is free again: a pull waiting here takes it. */
+  private givePlaceBack(held: Held, limited: boolean): void {
+    if (held.place) this.fetcher.releasePlaces(held.queue, [held.place]);
+    if (limited) this.handOn(held.queue);
+  }
+
+  /** Pulls waiting on the queue fetch now, even if its places were all taken at their last round. */
+  private handOn(queue: string): void {
+    const feed = this.feeds.get(queue);
+    if (feed && feed.waiters.length > 0) this.kick(queue, feed);
   }
 
   private restore(token: string, held: Held): void {
@@ -377,13 +448,17 @@ export class Deliveries {
    */
   async ackAndTake(token: string, queue: string, applicationId: number): Promise<{ acked: boolean; delivery?: Delivery | null }> {
     const held = this.held.get(token);
-    const waiting = (this.feeds.get(queue)?.waiters.length ?? 0) > 0 && !this.fetcher.limited(queue);
-    if (!held || held.queue !== queue || held.applicationId !== applicationId || held.expiresAt <= this.now() || waiting || this.closing) {
+    const limited = this.fetcher.limited(queue);
+    const waiting = (this.feeds.get(queue)?.waiters.length ?? 0) > 0 && !limited;
+    // A delivery of a limited queue without a place (fetched before the limit was seen) has none to hand on.
+    const placeless = limited && !held?.place;
+    if (!held || held.queue !== queue || held.applicationId !== applicationId || held.expiresAt <= this.now() || waiting || placeless || this.closing) {
       return { acked: await this.ack(token, false) };
     }
     this.drop(token, held);
     if (pullRefusal(this.load(applicationId, false), this.options) || fetchRoom(this.load(applicationId, true), this.options, 1, held.message.bytes) === 0) {
       await this.fetcher.complete(held.message);
+      this.givePlaceBack(held, limited);
       return { acked: true };
     }
     const fetchStartedAt = this.now();
@@ -393,22 +468,47 @@ export class Deliveries {
     let next: FetchedMessage | null;
     try {
       next = await this.fetcher.completeAndFetch(held.message);
+    } catch (err) {
+      if (held.place) this.fetcher.releasePlaces(queue, [held.place]);
+      throw err;
     } finally {
       this.reserved -= 1;
       app.reserved -= 1;
     }
-    return { acked: true, delivery: next ? this.hold(queue, applicationId, next, fetchStartedAt) : null };
+    if (!next) {
+      this.givePlaceBack(held, false);
+      return { acked: true, delivery: null };
+    }
+    // The acked delivery's place goes on with the next one, which the ack took (decision 0132). It
+    // must not lapse before that delivery's visibility timeout; renewed only once half its time is
+    // gone, a place handed on many times costs Redis nothing most times.
+    let place = held.place ? { id: held.place, lapsesAt: held.placeLapsesAt ?? 0 } : undefined;
+    if (place && place.lapsesAt - this.now() < this.options.visibilityTimeoutMs / 2) {
+      place = { id: place.id, lapsesAt: this.fetcher.renewPlace(queue, place.id) };
+    }
+    return { acked: true, delivery: this.hold(queue, applicationId, next, fetchStartedAt, place) };
   }
 
   /** Called when a queue gained a message (pub/sub wake-up). */
   wake(queue: string): void {
     const feed = this.feeds.get(queue);
-    if (feed && feed.waiters.length > 0) this.kick(queue, feed);
+    if (feed && feed.waiters.length > 0 && !feed.full) this.kick(queue, feed);
   }
 
-  /** Every waiting queue fetches now: wake-ups may have been lost (the subscription reconnected). */
+  /**
+   * A queue's places' limit changed (a handler's maxConcurrent set or cleared, decision 0132): it is
+   * read again before its waiting pulls fetch, so none fetches by the old rule.
+   */
+  limitChanged(queue: string): void {
+    this.fetcher.refreshLimit(queue).then(
+      () => this.handOn(queue),
+      () => this.handOn(queue),
+    );
+  }
+
+  /** Every waiting queue fetches now, its limit read again: messages may have been lost (the subscription reconnected). */
   wakeAll(): void {
-    for (const queue of [...this.feeds.keys()]) this.wake(queue);
+    for (const queue of [...this.feeds.keys()]) this.limitChanged(queue);
   }
 
   /** Requeues deliveries whose visibility timeout passed. */
@@ -428,7 +528,7 @@ export class Deliveries {
       const limited = this.fetcher.limited(held.queue);
       await this.fetcher.requeue(held.message);
       visibilityRequeues().inc();
-      if (limited) this.wake(held.queue);
+      this.givePlaceBack(held, limited);
       return true;
     } catch (err) {
       // The BullMQ lock lapsed too; the stalled check returns the message instead.
@@ -456,6 +556,7 @@ export class Deliveries {
   async releaseAll(): Promise<void> {
     clearInterval(this.sweepTimer);
     const all = [...this.held.values()];
+    for (const h of all) if (h.place) this.fetcher.releasePlaces(h.queue, [h.place]);
     this.held.clear();
     this.heldBytes = 0;
     this.apps.clear();

@@ -11,6 +11,7 @@ import {
   createRedis,
   createStageNextPublisher,
   createStageResultsProducer,
+  stageNextLimitChannel,
   stageNextWakeChannel,
   type StageResultsProducer,
 } from '@po/queues';
@@ -68,8 +69,9 @@ export async function startWorkerGateway(
   });
   const deliveries = new Deliveries(fetcher, config, logger);
   deliveries.startSweeping(200);
-  await wakeRedis.subscribe(stageNextWakeChannel(prefix));
-  wakeRedis.on('message', (_c: string, queue: string) => deliveries.wake(queue));
+  const limitChannel = stageNextLimitChannel(prefix);
+  await wakeRedis.subscribe(stageNextWakeChannel(prefix), limitChannel);
+  wakeRedis.on('message', (channel: string, queue: string) => (channel === limitChannel ? deliveries.limitChanged(queue) : deliveries.wake(queue)));
   wakeRedis.on('ready', () => deliveries.wakeAll());
   const results = overrides.results ?? createStageResultsProducer(producerRedis, prefix);
   const db: Db = database.db;

@@ -5,7 +5,7 @@
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile, handlerViewSchema, limits, stageQueueName, type HandlerView } from '@po/contracts';
-import { stageNextBullName, type PipelineEvent, type PipelineEventsProducer } from '@po/queues';
+import { stageNextBullName, stageNextQueueStates, type PipelineEvent, type PipelineEventsProducer } from '@po/queues';
 import { expectProblem } from '@po/testing';
 import { startGateway, type Gateway } from '../../testing/harness.js';
 import { seedPipeline, seedStage } from '../../testing/handler-rows.js';
@@ -103,23 +103,17 @@ describe('PUT /handlers/{name}', () => {
     expect((await gw.call('PUT', path('payments'), { json: {}, key: null })).status).toBe(401);
   });
 
-  it("sets the handler's maxConcurrent as its StageNext queue's global concurrency in Redis, and removes it with null", async () => {
+  it("sets the handler's maxConcurrent as its StageNext queue's places in Redis, and removes them with null", async () => {
     const name = 'limit:{eu}%';
-    const queue = new Queue(stageNextBullName(stageQueueName(gw.appA.id, name)), { connection: gw.redis, prefix: gw.prefix });
-    try {
-      await put(name, { maxConcurrent: 4 });
-      expect(await queue.getGlobalConcurrency()).toBe(4);
-      // A change without the member leaves it; application B's queue of the same handler is its own.
-      await put(name, { paused: false });
-      expect(await queue.getGlobalConcurrency()).toBe(4);
-      const other = new Queue(stageNextBullName(stageQueueName(gw.appB.id, name)), { connection: gw.redis, prefix: gw.prefix });
-      expect(await other.getGlobalConcurrency()).toBeNull();
-      await other.close();
-      await put(name, { maxConcurrent: null });
-      expect(await queue.getGlobalConcurrency()).toBeNull();
-    } finally {
-      await queue.close();
-    }
+    const limitOf = async (app: number) => (await stageNextQueueStates(gw.redis, gw.prefix, [stageQueueName(app, name)]))[0]!.concurrency;
+    await put(name, { maxConcurrent: 4 });
+    expect(await limitOf(gw.appA.id)).toBe(4);
+    // A change without the member leaves it; application B's queue of the same handler is its own.
+    await put(name, { paused: false });
+    expect(await limitOf(gw.appA.id)).toBe(4);
+    expect(await limitOf(gw.appB.id)).toBeNull();
+    await put(name, { maxConcurrent: null });
+    expect(await limitOf(gw.appA.id)).toBeNull();
   });
 
   it('pauses the handler StageNext queue in Redis, and resumes it', async () => {
