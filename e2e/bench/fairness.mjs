@@ -17,9 +17,12 @@
 //             while backlogged); (b) measured — the run without keys (below) is FIFO: every
 //             StageNext job has the same BullMQ priority, and BullMQ keeps FIFO among equals (its
 //             own rate differs, so its waits are FIFO at its rate, not the keyed run's).
-//   cost      The same load twice per pair, in one sitting: `keyed` (the keys and the handler
-//             limit, as above) and `plain` (no key, no handler_settings row, 16 worker slots: the
-//             capacity is bound by the workers instead, so both run at the same rate), and with
+//   cost      The same load several times per pair, in one sitting: `keyed` (the keys and the
+//             handler limit, as above, on 32 slots), `keyed16` (the same on 16 slots) and `plain`
+//             (no key, no handler_settings row, 16 worker slots: the capacity is bound by the
+//             workers instead, so all run at about the same rate). keyed16 / plain is the cost
+//             of keys and limits on one fleet; keyed / plain adds what 16 spare slots cost (each
+//             acked stage's slot pulls again while a spare one takes the next message), and with
 //             BENCH_FAIRNESS_FLEET=1 a third, `fleet` (no key, no limit, the keyed runs' 32 slots:
 //             twice the rate, where batching makes a stage cheaper, so not the cost's yardstick). CPU of the five services, of
 //             PostgreSQL (the backends of the run's database: the server is shared) and of Redis
@@ -42,6 +45,7 @@
 //   BENCH_FAIRNESS_SLOTS          worker slots in the keyed runs, over two processes [32]
 //   BENCH_FAIRNESS_HANDLER_MS     how long the handler holds a slot [100]
 //   BENCH_FAIRNESS_PAIRS          keyed/plain pairs [2]; the first keyed run gives the fairness figures
+//   BENCH_FAIRNESS_SAME_FLEET     1: each pair also runs `keyed16` (keys and limit on 16 slots) [1]
 //   BENCH_FAIRNESS_FLEET          1: each pair also runs `fleet` (no key, no limit, the keyed runs'
 //                                 BENCH_FAIRNESS_SLOTS worker slots: the same fleet, unbound) [0]
 //   BENCH_FAIRNESS_WARMUP         warm-up pipelines per run, left out of every figure [300]
@@ -83,6 +87,7 @@ const SLOTS = num('BENCH_FAIRNESS_SLOTS', 32);
 const HANDLER_MS = num('BENCH_FAIRNESS_HANDLER_MS', 100);
 const PAIRS = Math.max(1, num('BENCH_FAIRNESS_PAIRS', 2));
 const FLEET = num('BENCH_FAIRNESS_FLEET', 0) > 0;
+const SAME_FLEET = num('BENCH_FAIRNESS_SAME_FLEET', 1) > 0;
 const WARMUP = num('BENCH_FAIRNESS_WARMUP', 300);
 const CREATORS = 8;
 const HANDLER = 'work';
@@ -295,7 +300,7 @@ export function simulateFifo(stages, t0, servers, holdMs) {
 const waitsOf = (rows, pick, waitOf) => summarize(rows.filter(pick).map(waitOf));
 
 async function runOnce(mode, index, log) {
-  const keyed = mode === 'keyed';
+  const keyed = mode === 'keyed' || mode === 'keyed16';
   const label = `fairness-${mode}-${index}`;
   const boxMs = boxCalibrationMs(); // before anything of the run starts
   const ownRedis = await startOwnRedis();
@@ -322,8 +327,9 @@ async function runOnce(mode, index, log) {
           `PUT /handlers/${HANDLER} did not set maxConcurrent: ${text.slice(0, 300)}`,
         );
     }
-    // plain: the capacity bound by worker slots instead; fleet: the keyed runs' fleet, unbound.
-    const slots = mode === 'plain' ? CAPACITY : SLOTS;
+    // keyed: more slots than the limit, so the limit binds; keyed16 and plain: CAPACITY slots
+    // (the same fleet, with and without keys and limit); fleet: the keyed runs' slots, unbound.
+    const slots = mode === 'plain' || mode === 'keyed16' ? CAPACITY : SLOTS;
     workers = await startWorkerProcesses({ cluster, slots, label, handlerMs: HANDLER_MS });
 
     // Warm-up: the same kind of pipelines (keyed: spread over eleven keys) through this cluster.
@@ -597,9 +603,10 @@ export async function benchFairness(log = console.log) {
   const pairs = [];
   for (let i = 1; i <= PAIRS; i++) {
     const keyed = await runOnce('keyed', i, log);
+    const keyed16 = SAME_FLEET ? await runOnce('keyed16', i, log) : null;
     const plain = await runOnce('plain', i, log);
     const fleet = FLEET ? await runOnce('fleet', i, log) : null;
-    pairs.push({ keyed, plain, fleet });
+    pairs.push({ keyed, keyed16, plain, fleet });
   }
   const ratio = (a, b) => (a === null || b === null || b === 0 ? null : +(a / b).toFixed(3));
   const first = pairs[0];
@@ -646,6 +653,16 @@ export async function benchFairness(log = console.log) {
           p.plain.cpuMsPerStage.servicesPostgresRedis,
         ),
         servicesOnlyRatio: ratio(p.keyed.cpuMsPerStage.services, p.plain.cpuMsPerStage.services),
+        // The keys and the limit on plain's own fleet (16 slots): the same bench without them.
+        ...(p.keyed16
+          ? {
+              sameFleetCpuMsPerStage: p.keyed16.cpuMsPerStage.servicesPostgresRedis,
+              sameFleetRatio: ratio(
+                p.keyed16.cpuMsPerStage.servicesPostgresRedis,
+                p.plain.cpuMsPerStage.servicesPostgresRedis,
+              ),
+            }
+          : {}),
         // Against the same fleet (32 slots) unbound: twice the rate, for context only.
         ...(p.fleet
           ? {

@@ -66,7 +66,8 @@ export const handlerSettingsRequestSchema = named(
     paused: bool('a paused handler gets no new deliveries; its running stages finish'),
     maxConcurrent: {
       ...maxConcurrent(),
-      description: 'most Pending + Running stages of the handler at once; null: no limit',
+      description:
+        'most stages of the handler delivered to workers and not yet acknowledged at once, across every worker-gateway; the others wait Pending in its queue; null: no limit',
     },
     maxPerSecond: {
       ...maxPerSecond(),
@@ -88,7 +89,7 @@ export const handlerViewSchema = response(
     backlog: { ...count(), description: 'waiting stages: throttled + pending' },
     throttled: {
       ...count(),
-      description: 'stages held back by a limit, a pause or a concurrency key',
+      description: 'stages held back by a pause, a rate, a concurrency key or the application cap',
     },
     pending: { ...count(), description: 'stages dispatched to the handler queue, not yet leased' },
     running: count(),

@@ -1044,7 +1044,7 @@ export type components = {
     HandlerSettingsRequest: {
       /** @description a paused handler gets no new deliveries; its running stages finish */
       paused?: boolean;
-      /** @description most Pending + Running stages of the handler at once; null: no limit */
+      /** @description most stages of the handler delivered to workers and not yet acknowledged at once, across every worker-gateway; the others wait Pending in its queue; null: no limit */
       maxConcurrent?: number | null;
       /** @description most dispatches per second (a token bucket of one second of burst); null: no limit */
       maxPerSecond?: number | null;
@@ -1062,7 +1062,7 @@ export type components = {
       configured: boolean;
       /** @description waiting stages: throttled + pending */
       backlog: number;
-      /** @description stages held back by a limit, a pause or a concurrency key */
+      /** @description stages held back by a pause, a rate, a concurrency key or the application cap */
       throttled: number;
       /** @description stages dispatched to the handler queue, not yet leased */
       pending: number;
