@@ -36,6 +36,7 @@ export type WebhookView = Schemas['WebhookView'];
 export type WebhookCreated = Schemas['WebhookCreated'];
 export type WebhookDeliveryView = Schemas['WebhookDeliveryView'];
 export type WebhookDeliveryList = Schemas['WebhookDeliveryList'];
+export type WebhookEvent = WebhookRequest['events'][number];
 export type WorkerSummary = Schemas['WorkerSummary'];
 export type WorkerEventRecord = Schemas['WorkerEventRecord'];
 export type VersionInfo = Schemas['VersionInfo'];
@@ -61,3 +62,17 @@ export type PipelineListQuery = NonNullable<operations['listPipelines']['paramet
 /** An item of GET /pipelines: no stages, context or keywords; stage counts per status. */
 export type PipelineSummary = Schemas['PipelineSummary'];
 export type PipelinePage = Schemas['PipelinePage'];
+
+/** Each event a webhook can take (decision 0134); keyed by the API's enum, so none can be missing. */
+const WEBHOOK_EVENT_SET: Record<WebhookEvent, true> = {
+  'pipeline.completed': true,
+  'pipeline.failed': true,
+  'pipeline.cancelled': true,
+  'stage.failed': true,
+  'stage.waiting_for_approval': true,
+  'schedule.run_missed': true,
+};
+
+/** The events a webhook can take, in the API's order. */
+export const WEBHOOK_EVENTS = Object.keys(WEBHOOK_EVENT_SET) as readonly WebhookEvent[];
+

@@ -136,15 +136,10 @@ export class StageNextFetcher {
       buffer: [],
       fetching: undefined,
       limited: false,
-      limitReadAt: Date.now(),
+      limitReadAt: 0,
       limitKnown: Promise.resolve(),
     };
-    entry.limitKnown = this.places.limited(queue).then(
-      (limited) => {
-        entry.limited = limited;
-      },
-      () => undefined,
-    );
+    entry.limitKnown = this.readLimit(queue, entry);
     this.open.set(queue, entry);
     return entry;
   }
@@ -162,26 +157,24 @@ export class StageNextFetcher {
   limited(queue: string): boolean {
     const entry = this.open.get(queue);
     if (!entry) return false;
-    if (Date.now() - entry.limitReadAt > LIMIT_READ_MS) this.readLimit(queue, entry);
+    if (Date.now() - entry.limitReadAt > LIMIT_READ_MS) void this.readLimit(queue, entry);
     return entry.limited;
   }
 
   /** Reads the queue's limit now (its places' limit changed); resolves when known. */
   async refreshLimit(queue: string): Promise<void> {
     const entry = this.open.get(queue);
-    if (!entry) return;
-    entry.limitReadAt = Date.now();
-    entry.limited = await this.places.limited(queue);
+    if (entry) await this.readLimit(queue, entry);
   }
 
-  private readLimit(queue: string, entry: OpenQueue): void {
+  /** Reads whether the queue has places into its entry; a failed read keeps the last answer. */
+  private async readLimit(queue: string, entry: OpenQueue): Promise<void> {
     entry.limitReadAt = Date.now();
-    this.places.limited(queue).then(
-      (limited) => {
-        entry.limited = limited;
-      },
-      () => undefined,
-    );
+    try {
+      entry.limited = await this.places.limited(queue);
+    } catch {
+      // Read again on the next call after LIMIT_READ_MS.
+    }
   }
 
   /** How many of `ids` got a place of the queue (StageNextPlaces.take), lapsing with the visibility timeout. */

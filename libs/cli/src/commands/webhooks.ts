@@ -1,17 +1,11 @@
 // po webhooks list | show | put | delete | deliveries | retry
 import { Command, Option } from 'commander';
+import { WEBHOOK_EVENTS } from '@po/client';
 import { contextFor, type Environment } from '../context.js';
 import { UsageError } from '../errors.js';
 import { deliveryTable, webhookDetails, webhookTable } from '../render.js';
 
-const EVENTS = [
-  'pipeline.completed',
-  'pipeline.failed',
-  'pipeline.cancelled',
-  'stage.failed',
-  'stage.waiting_for_approval',
-  'schedule.run_missed',
-];
+const EVENTS: readonly string[] = WEBHOOK_EVENTS;
 
 function eventList(value: string): string[] {
   const events = value

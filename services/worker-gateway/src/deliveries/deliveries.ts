@@ -384,8 +384,8 @@ export class Deliveries {
     }
     // A place that pulls here wait for goes on to the first of them with the next message, taken
     // in the same broker call as the ack (as an ack carrying the worker's next pull does).
-    const waiter = !requeue && held.place ? this.feeds.get(held.queue)?.waiters.find((w) => !w.done) : undefined;
-    const room = waiter !== undefined && fetchRoom(this.load(held.applicationId, true), this.options, 1, held.message.bytes) > 0;
+    const waiting = !requeue && held.place !== undefined && (this.feeds.get(held.queue)?.waiters.some((w) => !w.done) ?? false);
+    const room = waiting && fetchRoom(this.load(held.applicationId, true), this.options, 1, held.message.bytes) > 0;
     const fetchStartedAt = this.now();
     let next: FetchedMessage | null = null;
     try {
@@ -404,12 +404,12 @@ export class Deliveries {
       throw err;
     }
     if (next) {
-      const place = { id: held.place!, lapsesAt: this.fetcher.renewPlace(held.queue, held.place!) };
+      const place = this.handedOn(held);
       const first = this.feeds.get(held.queue)?.waiters.find((w) => !w.done);
       if (first) first.resolve(this.hold(held.queue, held.applicationId, next, fetchStartedAt, place));
       else {
         // The pull left meanwhile: the message goes back, and its place.
-        this.fetcher.releasePlaces(held.queue, [place.id]);
+        this.fetcher.releasePlaces(held.queue, [held.place!]);
         await this.fetcher.requeue(next).catch((err: unknown) => this.logger.warn({ err, queue: held.queue }, 'requeue of a message no pull took failed; its lock lapses'));
       }
       return true;
@@ -479,14 +479,20 @@ export class Deliveries {
       this.givePlaceBack(held, false);
       return { acked: true, delivery: null };
     }
-    // The acked delivery's place goes on with the next one, which the ack took (decision 0132). It
-    // must not lapse before that delivery's visibility timeout; renewed only once half its time is
-    // gone, a place handed on many times costs Redis nothing most times.
-    let place = held.place ? { id: held.place, lapsesAt: held.placeLapsesAt ?? 0 } : undefined;
-    if (place && place.lapsesAt - this.now() < this.options.visibilityTimeoutMs / 2) {
-      place = { id: place.id, lapsesAt: this.fetcher.renewPlace(queue, place.id) };
-    }
-    return { acked: true, delivery: this.hold(queue, applicationId, next, fetchStartedAt, place) };
+    // The acked delivery's place goes on with the next one, which the ack took (decision 0132).
+    return { acked: true, delivery: this.hold(queue, applicationId, next, fetchStartedAt, this.handedOn(held)) };
+  }
+
+  /**
+   * The place of an acked delivery, for the next message it goes on with: that must not lapse
+   * before the new delivery's visibility timeout, so it is renewed once half its time is gone (a
+   * place handed on many times costs Redis nothing most times). Undefined without a place.
+   */
+  private handedOn(held: Held): { id: string; lapsesAt: number } | undefined {
+    if (!held.place) return undefined;
+    const lapsesAt = held.placeLapsesAt ?? 0;
+    if (lapsesAt - this.now() >= this.options.visibilityTimeoutMs / 2) return { id: held.place, lapsesAt };
+    return { id: held.place, lapsesAt: this.fetcher.renewPlace(held.queue, held.place) };
   }
 
   /** Called when a queue gained a message (pub/sub wake-up). */
