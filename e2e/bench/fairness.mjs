@@ -218,16 +218,18 @@ async function startBackendMeter(databaseName, ownPid) {
   const first = new Map(); // pid -> CPU seconds when first seen (0 for a backend born during the run)
   const last = new Map();
   let started = false;
+  const owner = new Map(); // pid -> application_name, else backend type (autovacuum worker, …)
   const sample = async () => {
     const { rows } = await admin.query(
-      'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> $2',
+      'SELECT pid, coalesce(nullif(application_name, \'\'), backend_type) AS owner FROM pg_stat_activity WHERE datname = $1 AND pid <> $2',
       [databaseName, ownPid],
     );
-    for (const { pid } of rows) {
+    for (const { pid, owner: name } of rows) {
       const cpu = cpuSeconds(pid);
       if (cpu === null) continue;
       if (!first.has(pid)) first.set(pid, started ? 0 : cpu);
       last.set(pid, cpu);
+      owner.set(pid, name);
     }
   };
   await sample();
@@ -246,8 +248,14 @@ async function startBackendMeter(databaseName, ownPid) {
       await sample();
       await admin.end();
       let total = 0;
-      for (const [pid, cpu] of last) total += cpu - first.get(pid);
-      return { cpuSeconds: +total.toFixed(2), backends: last.size };
+      const byOwner = {};
+      for (const [pid, cpu] of last) {
+        total += cpu - first.get(pid);
+        const name = owner.get(pid);
+        byOwner[name] = (byOwner[name] ?? 0) + cpu - first.get(pid);
+      }
+      for (const name of Object.keys(byOwner)) byOwner[name] = +byOwner[name].toFixed(2);
+      return { cpuSeconds: +total.toFixed(2), backends: last.size, byOwner };
     },
   };
 }
@@ -567,6 +575,10 @@ async function runOnce(mode, index, log) {
         services: perStage(services, stages),
         // The backends of the run's database (the PostgreSQL server is shared with the box).
         postgres: perStage(ownBackends.cpuSeconds, stages),
+        // The same by the backends' application_name (each service names its pools), else type.
+        postgresByOwner: Object.fromEntries(
+          Object.entries(ownBackends.byOwner).map(([n, cpu]) => [n, perStage(cpu, stages)]),
+        ),
         // The whole PostgreSQL server, other databases' backends included.
         postgresServer: perStage(usage.postgresCpuSeconds, stages),
         redis: perStage(usage.redisCpuSeconds, stages),

@@ -132,6 +132,41 @@ describe('concurrency keys', () => {
     await pass([a, b, a2, free]);
     expect(await statusesOf([a, b, a2, free])).toEqual(['Pending', 'Pending', 'Throttled', 'Pending']);
   });
+
+  it("a key's in-flight row follows its stages through every move, and always equals a count of them", async () => {
+    // The engine reads a key's load from concurrency_keys (decision 0135), kept by triggers on stages.
+    const counted = async () => {
+      const [row] = await db().$queryRaw<{ kept: number | null; counted: number }[]>`
+        SELECT (SELECT in_flight FROM concurrency_keys WHERE application_id = ${applicationId} AND key = 'counted') AS kept,
+               (SELECT count(*)::int FROM stages WHERE application_id = ${applicationId} AND concurrency_key = 'counted'
+                  AND status IN ('Pending', 'Running')) AS counted`;
+      return row!;
+    };
+    const ids: number[] = [];
+    for (let i = 0; i < 6; i += 1) ids.push(await create('fc-counted', { concurrencyKey: 'counted', concurrencyLimit: 3 }));
+    expect(await counted()).toEqual({ kept: null, counted: 0 });
+    await pass(ids);
+    expect(await counted()).toEqual({ kept: 3, counted: 3 });
+    // A lease (Pending -> Running) leaves the count; a result frees one and admits the next.
+    await complete([ids[0]!]);
+    expect(await statusesOf(ids)).toEqual(['Completed', 'Pending', 'Pending', 'Pending', 'Throttled', 'Throttled']);
+    expect(await counted()).toEqual({ kept: 3, counted: 3 });
+    // Moves by any statement count, not only the engine's: a stage cancelled, one put back, one deleted.
+    await db().$executeRaw`UPDATE stages SET status = 'Cancelled' WHERE pipeline_id = ${BigInt(ids[1]!)}`;
+    expect(await counted()).toEqual({ kept: 2, counted: 2 });
+    await db().$executeRaw`UPDATE stages SET status = 'Running' WHERE pipeline_id = ${BigInt(ids[1]!)}`;
+    expect(await counted()).toEqual({ kept: 3, counted: 3 });
+    await db().$executeRaw`UPDATE stages SET status = 'Cancelled' WHERE pipeline_id = ${BigInt(ids[1]!)}`;
+    await db().$executeRaw`DELETE FROM stage_executions WHERE stage_id IN (SELECT id FROM stages WHERE pipeline_id = ${BigInt(ids[2]!)})`;
+    await db().$executeRaw`DELETE FROM stage_logs WHERE pipeline_id = ${BigInt(ids[2]!)}`;
+    await db().$executeRaw`DELETE FROM stages WHERE pipeline_id = ${BigInt(ids[2]!)}`;
+    expect(await counted()).toEqual({ kept: 1, counted: 1 });
+    // The two freed slots went unused (no engine pass saw them): the next pass admits into them.
+    await pass(ids.slice(4));
+    expect(await counted()).toEqual({ kept: 3, counted: 3 });
+    await complete(ids.slice(3));
+    expect(await counted()).toEqual({ kept: 0, counted: 0 });
+  });
 });
 
 /**

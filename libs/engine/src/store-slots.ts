@@ -29,12 +29,13 @@ export async function activeStages(tx: Queryable, applicationId: number): Promis
 
 const KEY_LOAD = statement(
   'engine_key_load',
-  `SELECT concurrency_key AS name, count(*)::int AS n FROM stages
-   WHERE application_id = $1 AND status IN ('Pending', 'Running') AND concurrency_key = ANY($2::text[])
-   GROUP BY 1`,
+  `SELECT key AS name, in_flight AS n FROM concurrency_keys WHERE application_id = $1 AND key = ANY($2::text[])`,
 );
 
-/** Pending + Running stages per key, for the keys named (partial index stages_inflight_key_idx). */
+/**
+ * Pending + Running stages per key, for the keys named: the rows the stages triggers keep
+ * (decision 0135), one probe per key however many stages a key has in flight.
+ */
 export async function keyLoad(tx: Queryable, applicationId: number, keys: readonly string[]): Promise<Map<string, number>> {
   if (keys.length === 0) return new Map();
   const rows = await tx.query<{ name: string; n: number }>(KEY_LOAD, [applicationId, keys]);
@@ -145,7 +146,10 @@ const THROTTLED_IN_ORDER = statement(
    )
    SELECT p.id, p.pipeline_id, p.handler_name, p.concurrency_key, p.priority, (s.options->>'concurrencyLimit')::int AS key_limit
    FROM picked p JOIN stages s ON s.id = p.id`,
-  { plan: 'custom' },
+  // Generic and prepared once per connection: every step is a probe of the partial index, and the
+  // engine's transactions plan generically with sequential scans off anyway. Sent unnamed
+  // ({ plan: 'custom' }), it was parsed and planned on every freeing batch: 0.4 ms of planning
+  // against 0.02 of execution (fairness bench, decision 0135).
 );
 
 /**

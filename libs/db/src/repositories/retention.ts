@@ -107,9 +107,20 @@ const DELETE_CHILDREN = statement(
 
 // Parents go in later statements than their children: the sub-statements of one WITH share a
 // snapshot, and the RESTRICT foreign keys must not depend on the order PostgreSQL runs them in.
-const DELETE_STAGES = counted(
+// A concurrency key's row (decision 0135) goes with the last stages of it that retention deletes
+// while nothing of the key is in flight; one an engine batch holds is skipped, not waited for (the
+// next batch that deletes stages of that key takes it), and an absent row counts as zero.
+const DELETE_STAGES = statement(
   'retention_delete_stages',
-  `DELETE FROM stages WHERE pipeline_id = ANY($1::bigint[]) RETURNING 1`,
+  `WITH d AS (DELETE FROM stages WHERE pipeline_id = ANY($1::bigint[]) RETURNING application_id, concurrency_key),
+   idle AS (
+     DELETE FROM concurrency_keys WHERE (application_id, key) IN (
+       SELECT k.application_id, k.key FROM concurrency_keys k
+       WHERE (k.application_id, k.key) IN (SELECT application_id, concurrency_key FROM d WHERE concurrency_key IS NOT NULL)
+         AND k.in_flight = 0
+       FOR UPDATE SKIP LOCKED))
+   SELECT count(*)::int AS n FROM d`,
+  { plan: 'custom' },
 );
 const DELETE_PIPELINES = counted(
   'retention_delete_pipelines',

@@ -81,13 +81,14 @@ interface Seeded {
  */
 async function finished(
   endedDaysAgo: number,
-  options: { logs?: number; scheduleId?: number; fail?: boolean } = {},
+  options: { logs?: number; scheduleId?: number; fail?: boolean; concurrencyKey?: string } = {},
 ): Promise<Seeded> {
   const key = `key-${randomUUID()}`;
+  const stageOptions = options.concurrencyKey ? { options: { concurrencyKey: options.concurrencyKey } } : {};
   const planned = planPipeline(
     {
       name: 'old',
-      stages: [{ stageName: 'a', stageHandlerName: 'retention' }],
+      stages: [{ stageName: 'a', stageHandlerName: 'retention', ...stageOptions }],
       pipelineContextItems: [{ key: 'ctx', value: 'v' }],
       pipelineKeywords: [{ key: 'kw', value: 'v' }],
     },
@@ -211,6 +212,31 @@ describe('retention of terminal pipelines (RETENTION_PIPELINES_DAYS)', () => {
     await retentionRound(deps, options);
     expect(await db().pipeline.count({ where: { id: BigInt(live) } })).toBe(1);
     expect(await db().stage.count({ where: { pipelineId: BigInt(live) } })).toBe(1);
+  });
+
+  it("a concurrency key's count row goes with its deleted stages when none of the key is in flight; a key in flight keeps it", async () => {
+    const idle = `idle-${randomUUID()}`;
+    const busy = `busy-${randomUUID()}`;
+    await finished(40, { concurrencyKey: idle });
+    await finished(40, { concurrencyKey: busy });
+    const planned = planPipeline(
+      { name: 'live', stages: [{ stageName: 'a', stageHandlerName: 'live', options: { concurrencyKey: busy } }] },
+      { applicationId },
+    );
+    if (!planned.ok) throw new Error('invalid');
+    const live = (await createPipeline(sql(), planned.pipeline, new Date()))!.id;
+    await engine.run([{ kind: 'pass', pipelineId: live }]);
+    const rows = () =>
+      db().$queryRaw<{ key: string; in_flight: number }[]>`
+        SELECT key, in_flight FROM concurrency_keys WHERE application_id = ${applicationId} AND key IN (${idle}, ${busy}) ORDER BY key DESC`;
+    expect(await rows()).toEqual([
+      { key: idle, in_flight: 0 },
+      { key: busy, in_flight: 1 },
+    ]);
+
+    await retentionRound(deps, options);
+
+    expect(await rows()).toEqual([{ key: busy, in_flight: 1 }]);
   });
 
   it('a deleted pipeline reads as not found, and a late result or expiry for its execution is dropped, not applied or thrown', async () => {
