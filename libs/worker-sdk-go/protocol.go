@@ -96,6 +96,8 @@ type pullJobResponse struct {
 	Headers   map[string]any    `json:"headers"`
 	// Lease is the lease the pull acquired (decision 0098); nil when unanswered or unknown.
 	Lease *leaseResponse `json:"lease"`
+	// Backlog: the message waited for a place of its handler's maxConcurrent (decision 0132).
+	Backlog bool `json:"backlog"`
 }
 
 type leaseAs struct {

@@ -49,7 +49,9 @@ func (w *Worker) slot(rot *rotation) {
 				continue
 			}
 			dl = &delivered{d: d, sent: sent}
-			backlog = time.Since(sent) <= backlogPull
+			// A pull that waited for a place of its handler's limit, not for a message, also found
+			// a backlog: the gateway says so (decision 0132).
+			backlog = time.Since(sent) <= backlogPull || d.Backlog
 		}
 		if w.pullCtx.Err() != nil {
 			// The delivery arrived as the stop began: hand it back at once.

@@ -335,3 +335,33 @@ func TestMalformedDeliveryIsAckedNotRun(t *testing.T) {
 		t.Fatalf("runs %d acks %+v", runs.Load(), acks)
 	}
 }
+
+func TestSlowPullAsksNextOnlyWhenTheGatewaySaysBacklog(t *testing.T) {
+	f := newFake(t)
+	f.add(1, "waited for a message")
+	f.add(2, "waited for a place")
+	// Both pulls answer late; only the second says its message waited for a place (decision 0132).
+	f.onPull = func(n int, w http.ResponseWriter) bool {
+		if n > 2 {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+		f.mu.Lock()
+		d := f.take(true)
+		f.mu.Unlock()
+		if n == 2 {
+			d["backlog"] = true
+		}
+		writeJSON(w, 200, d)
+		return true
+	}
+	startWorker(t, f, func(o *Options) { o.Concurrency = 1 }, map[string]HandlerFunc{"echo": echoHandler})
+	eventually(t, "two results", func() bool { r, _, _ := f.snapshot(); return len(r) == 2 })
+	results, _, _ := f.snapshot()
+	if first := decode(t, results[0]); first.Next != nil {
+		t.Fatalf("a pull that waited for its message asked for the next: %s", results[0])
+	}
+	if second := decode(t, results[1]); second.Next == nil || second.Next.Queue != "app_7_echo_StageNext" {
+		t.Fatalf("a pull whose message waited for a place did not ask for the next: %s", results[1])
+	}
+}

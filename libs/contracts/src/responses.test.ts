@@ -374,8 +374,9 @@ describe('response schemas', () => {
       { field: '/stages/0/options/runAsUser', message: 'is required' },
     ]);
     // Closed schemas are the response bodies, plus the stored (request-shaped) definition. The
-    // extensions of decision 0098 appear only when the request asked for them.
-    const askedFor: Record<string, string[]> = { PullJobResponse: ['lease'], StageResultAccepted: ['acked', 'next'] };
+    // extensions of decision 0098 appear only when the request asked for them; a pull's backlog
+    // only when its message waited for a place (decision 0132).
+    const askedFor: Record<string, string[]> = { PullJobResponse: ['lease', 'backlog'], StageResultAccepted: ['acked', 'next'] };
     for (const schema of registeredSchemas()) {
       const title = String(schema.title);
       if (schema.additionalProperties !== false) continue;

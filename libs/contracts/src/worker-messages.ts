@@ -186,6 +186,12 @@ export interface PullJobResponse {
   headers: JsonObject;
   /** Only when the pull asked for it; null when the acquisition got no answer (decision 0098). */
   lease?: StageLeaseResponse | null;
+  /**
+   * True when the message waited in its queue for a place of its handler's maxConcurrent rather
+   * than the pull for a message: the queue has a backlog, so the worker's result may carry its next
+   * pull (decision 0100) however long this pull waited. Absent otherwise (decision 0132).
+   */
+  backlog?: boolean;
 }
 
 export interface StageResultAccepted {

@@ -247,6 +247,9 @@ export const pullJobResponseSchema = named(
       oneOf: [ref('StageLeaseResponse'), { type: 'null' }],
       description: 'extension: present when the pull carried lease; null when the acquisition got no answer (call lease/acquire)',
     },
+    backlog: bool(
+      "extension: true when the message waited for a place of its handler's maxConcurrent rather than the pull for a message: the queue has a backlog, so the result may carry the next pull however long this pull waited; absent otherwise",
+    ),
   },
   { required: ['token', 'queue', 'payload', 'messageId', 'headers'], closed: true },
 );

@@ -43,6 +43,8 @@ class FakeGateway:
         self.hooks: Dict[str, Hook] = {}
         #: A gateway that could not answer the pull's lease sends lease: null (call acquire).
         self.pull_lease_null = False
+        #: A pull that waited says its message waited for a place of its handler's limit (backlog).
+        self.waited_for_place = False
         self.counts: Dict[str, int] = {}
         gw = self
 
@@ -111,6 +113,7 @@ class FakeGateway:
     def _take(self, queue: str, wait: float, lease_as: Optional[str]) -> Optional[Dict[str, Any]]:
         end = time.monotonic() + min(wait, 0.3)
         handler = queue.split("_", 2)[2].rsplit("_", 1)[0]
+        waited = False
         with self.lock:
             while True:
                 found = [m for m in self.queue if m["stageHandlerName"] == handler]
@@ -120,6 +123,7 @@ class FakeGateway:
                 if left <= 0:
                     return None
                 self.lock.wait(left)
+                waited = True
             m = found[0]
             self.queue.remove(m)
         token = str(uuid.uuid4())
@@ -127,6 +131,8 @@ class FakeGateway:
         d: Dict[str, Any] = {"token": token, "queue": queue, "payload": m, "messageId": token, "headers": {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}}
         if self.extensions and lease_as:
             d["lease"] = None if self.pull_lease_null else self.lease_answer(m)
+        if self.extensions and waited and self.waited_for_place:
+            d["backlog"] = True
         return d
 
     def route(self, path: str, key: str, body: Any, raw: bytes, headers: Dict[str, str]) -> Any:

@@ -54,6 +54,20 @@ class OrdinaryPath(WorkerCase):
         self.assertEqual(self.gw.acks, [])
         self.assertEqual(self.result(0)["attempt"], 1)
 
+    def test_a_pull_that_waited_asks_for_the_next_only_when_its_message_waited_for_a_place(self) -> None:
+        self.worker({"echo": lambda ctx: ctx.input})
+        self.gw.wait_for(lambda: self.gw.counts.get("pull", 0) >= 1)
+        time.sleep(0.12)
+        self.gw.push(message(1, "waited for a message"))
+        self.gw.wait_for(lambda: len(self.gw.results) == 1)
+        self.assertIsNone(self.result(0).get("next"))
+        # The gateway says the message waited for a place of its handler's maxConcurrent (0132).
+        self.gw.waited_for_place = True
+        time.sleep(0.12)
+        self.gw.push(message(2, "waited for a place"))
+        self.gw.wait_for(lambda: len(self.gw.results) == 2)
+        self.assertEqual(self.result(1)["next"]["queue"], "app_1_echo_StageNext")
+
     def test_context_logs_appended_stages_and_approval(self) -> None:
         def handler(ctx: StageContext) -> Any:
             ctx.set_context("k", {"a": 1}, sensitive=True)

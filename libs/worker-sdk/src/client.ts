@@ -307,6 +307,7 @@ function deliveryFrom(json: unknown, path: string, queue: string): PullJobRespon
   const lease = isObject(r.lease) ? leaseFrom(r.lease) : undefined;
   return {
     ...(lease ? { lease } : {}),
+    ...(r.backlog === true ? { backlog: true } : {}),
     token: r.token,
     queue: typeof r.queue === 'string' ? r.queue : queue,
     messageId: typeof r.messageId === 'string' ? r.messageId : '',

@@ -69,6 +69,8 @@ export class FakeGateway {
   readonly attempts = new Map<number, number>();
   /** Answer a pull's `lease` and a result's `ackToken` (decision 0098), as the real gateway does. */
   extensions = false;
+  /** With extensions: a pull that waited says its message waited for a place (backlog, decision 0132). */
+  waitedForPlace = false;
   /** With extensions: the lease a pull answers (default: granted, as acquire would). */
   pullLease: ((stageId: number) => unknown) | undefined;
   /** The lease a grant reports (leaseExpiresAt); the SDK counts its own leaseDurationMs. */
@@ -148,13 +150,13 @@ export class FakeGateway {
     this.queues.set(queue, list);
     for (const w of this.waiters) {
       if (w.queue === queue) {
-        this.finishPull(w, this.deliver(queue, w.req) ?? { status: 204 });
+        this.finishPull(w, this.deliver(queue, w.req, this.extensions && this.waitedForPlace) ?? { status: 204 });
         break;
       }
     }
   }
 
-  private deliver(queue: string, rec?: Recorded): Reply | undefined {
+  private deliver(queue: string, rec?: Recorded, backlog = false): Reply | undefined {
     const message = this.queues.get(queue)?.shift();
     if (message === undefined) return undefined;
     this.tokens += 1;
@@ -171,6 +173,7 @@ export class FakeGateway {
         messageId: `m-${message.executionId}`,
         headers: { h: 'v' },
         ...lease,
+        ...(backlog ? { backlog: true } : {}),
       },
     };
   }

@@ -85,6 +85,8 @@ export interface PullJobResponse {
   headers: JsonObject;
   /** The lease the pull acquired (decision 0098); null when unanswered, absent from older servers. */
   lease?: StageLeaseResponse | null;
+  /** The message waited for a place of its handler's maxConcurrent: the queue has a backlog (decision 0132). */
+  backlog?: boolean;
 }
 
 export interface BootstrapRequest {

@@ -247,6 +247,18 @@ describe('the next pull with the result (decision 0100)', () => {
     expect(gw.calls(`/stages/${message.stageId}/result`)[0]?.body.next).toBeUndefined();
   });
 
+  it('a delivery the pull waited for a place for (backlog: true, decision 0132) carries next all the same', async () => {
+    const { gw } = h;
+    gw.extensions = true;
+    gw.waitedForPlace = true;
+    await h.start({ job: () => 'done' }, { concurrency: 1 });
+    await gw.until(() => gw.calls('/jobs/pull').length >= 1);
+    await delay(120);
+    const message = gw.enqueue('job');
+    await gw.until(() => gw.acks.length === 1);
+    expect(gw.calls(`/stages/${message.stageId}/result`)[0]?.body.next).toEqual({ queue: gw.queueOf('job'), lease: { workerId: 'worker-id-1' } });
+  });
+
   it('a gateway that ignores next (no acked, no next) still gets every stage through its pulls', async () => {
     const { gw } = h;
     const messages = [gw.enqueue('job'), gw.enqueue('job')];

@@ -202,7 +202,9 @@ class PipelineWorker implements Worker {
           continue;
         }
         delivered = { delivery, sentAt: asked };
-        backlog = performance.now() - asked <= BACKLOG_PULL_MS;
+        // A pull that waited for a place of its handler's limit, not for a message, also found a
+        // backlog: the gateway says so (decision 0132).
+        backlog = performance.now() - asked <= BACKLOG_PULL_MS || delivery.backlog === true;
       }
       if (this.current !== 'running') {
         // The pull answered as stop() began: hand the delivery back at once.

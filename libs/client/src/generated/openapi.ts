@@ -1364,6 +1364,8 @@ export type components = {
       headers: Record<string, unknown>;
       /** @description extension: present when the pull carried lease; null when the acquisition got no answer (call lease/acquire) */
       lease?: components['schemas']['StageLeaseResponse'] | null;
+      /** @description extension: true when the message waited for a place of its handler's maxConcurrent rather than the pull for a message: the queue has a backlog, so the result may carry the next pull however long this pull waited; absent otherwise */
+      backlog?: boolean;
     };
     /**
      * PullLeaseRequest

@@ -197,7 +197,9 @@ class Worker:
                     continue
                 # Monotonic: a lease the pull brings is counted from when it was asked (0118).
                 delivered = (delivery, asked)
-                backlog = time.monotonic() - asked <= BACKLOG_PULL_SECONDS
+                # A pull that waited for a place of its handler's limit, not for a message, also
+                # found a backlog: the gateway says so (decision 0132).
+                backlog = time.monotonic() - asked <= BACKLOG_PULL_SECONDS or delivery.get("backlog") is True
             if self.state != "running":
                 self._runner.ack(delivered[0]["token"], True)  # stop() began: hand it back
                 break

@@ -277,9 +277,14 @@ describe('Deliveries', () => {
     fetcher.queue.push(message('a'), message('b'));
     const first = await deliveries.pull('q', APP, 5, never);
     expect(first?.messageId).toBe('a');
+    expect(first?.backlog).toBeUndefined();
     expect(fetcher.places.size).toBe(1);
     let second: string | undefined;
-    const pending = deliveries.pull('q', APP, 5, never).then((d) => (second = d?.messageId));
+    let secondBacklog: boolean | undefined;
+    const pending = deliveries.pull('q', APP, 5, never).then((d) => {
+      second = d?.messageId;
+      secondBacklog = d?.backlog;
+    });
     // No place: the message stays in the queue (not fetched and handed back), the pull backs off.
     await new Promise((r) => setTimeout(r, 800));
     expect(second).toBeUndefined();
@@ -292,6 +297,29 @@ describe('Deliveries', () => {
     expect(fetcher.places.size).toBe(1);
     // The ack took the next message in the same call and handed its place on with it.
     expect(fetcher.completedWithFetch).toBe(1);
+    // It waited for a place, not for a message: the worker is told the queue has a backlog.
+    expect(secondBacklog).toBe(true);
+  });
+
+  it('a pull that waited for a place says backlog when a place given back lets it fetch; one that waited for a message does not', async () => {
+    const { fetcher, deliveries } = setup({ maxInflight: 10, pollIntervalMs: 250, pollMaxMs: 10_000 });
+    fetcher.limit = 1;
+    fetcher.queue.push(message('a'), message('b'));
+    const first = await deliveries.pull('q', APP, 5, never);
+    const pending = deliveries.pull('q', APP, 5, never);
+    await new Promise((r) => setTimeout(r, 100));
+    // A requeue gives the place back without taking a message: the waiting pull fetches its own.
+    await deliveries.ack(first!.token, true);
+    const second = await pending;
+    expect(second?.backlog).toBe(true);
+    await deliveries.ack(second!.token, false);
+    fetcher.limit = null;
+    fetcher.queue.length = 0;
+    const third = deliveries.pull('q', APP, 5, never);
+    await new Promise((r) => setTimeout(r, 100));
+    fetcher.queue.push(message('c'));
+    deliveries.wake('q');
+    expect((await third)?.backlog).toBeUndefined();
   });
 
   it('a place is given back by a requeue, by the visibility sweep, and when the queue had nothing for it', async () => {

@@ -11,6 +11,11 @@ export interface Delivery {
   payload: StageNextJob;
   /** When the fetch that found the message began (epoch ms): the pull span starts there. */
   fetchStartedAt: number;
+  /**
+   * The message waited for a place of its handler's maxConcurrent, not for the pull: its queue has
+   * a backlog, which the pull's wait cannot show the worker (PullJobResponse.backlog, decision 0132).
+   */
+  backlog?: true;
 }
 
 interface Held {
@@ -72,6 +77,8 @@ interface Feed {
    * new messages do not start it, a place given back here or the safety poll does.
    */
   full: boolean;
+  /** This round follows one that found every place taken: what it fetches waited for a place. */
+  afterFull: boolean;
   /**
    * The last round found the queue empty and no wake-up came during it: a pull that joins now
    * waits for the next wake-up or safety poll with the others instead of asking Redis again.
@@ -215,6 +222,7 @@ export class Deliveries {
       again: false,
       blocked: false,
       full: false,
+      afterFull: false,
       empty: false,
       poll: undefined,
       pollDelayMs: this.options.pollIntervalMs,
@@ -242,6 +250,7 @@ export class Deliveries {
     feed.fetching = true;
     feed.blocked = false;
     feed.empty = false;
+    feed.afterFull = feed.full;
     feed.full = false;
     void this.serve(queue, feed)
       .catch((err: unknown) => {
@@ -314,13 +323,15 @@ export class Deliveries {
       }
       for (const [i, message] of messages.entries()) {
         const waiter = feed.waiters.find((w) => !w.done);
-        if (waiter) waiter.resolve(this.hold(queue, feed.applicationId, message, fetchStartedAt, places[i] === undefined ? undefined : { id: places[i]!, lapsesAt: placesLapseAt }));
+        const place = places[i] === undefined ? undefined : { id: places[i]!, lapsesAt: placesLapseAt };
+        if (waiter) waiter.resolve(this.hold(queue, feed.applicationId, message, fetchStartedAt, place, feed.afterFull && place !== undefined));
         else {
           // The pull left while we fetched: give the message straight back, and its place.
           this.fetcher.releasePlaces(queue, places.slice(i, i + 1));
           await this.fetcher.requeue(message);
         }
       }
+      feed.afterFull = false;
       if (messages.length < n) {
         // Slots reserved but not filled are free again for queues this round kept waiting.
         this.unblock();
@@ -339,7 +350,7 @@ export class Deliveries {
     }
   }
 
-  private hold(queue: string, applicationId: number, message: FetchedMessage, fetchStartedAt: number, place?: { id: string; lapsesAt: number }): Delivery {
+  private hold(queue: string, applicationId: number, message: FetchedMessage, fetchStartedAt: number, place?: { id: string; lapsesAt: number }, backlog = false): Delivery {
     const token = randomBytes(24).toString('base64url');
     // The BullMQ lock (visibility timeout) starts when the job holding the message was fetched, from
     // before that call; a message of a batch may have waited in the fetcher since: the delivery must
@@ -348,7 +359,7 @@ export class Deliveries {
     this.held.set(token, { message, queue, applicationId, expiresAt, ...(place ? { place: place.id, placeLapsesAt: place.lapsesAt } : {}) });
     this.heldBytes += message.bytes;
     this.app(applicationId).held += 1;
-    return { token, queue, messageId: message.id, payload: message.data, fetchStartedAt };
+    return { token, queue, messageId: message.id, payload: message.data, fetchStartedAt, ...(backlog ? { backlog: true as const } : {}) };
   }
 
   /** Forgets a held delivery; queues that a limit kept waiting may fetch again. */
@@ -406,7 +417,8 @@ export class Deliveries {
     if (next) {
       const place = this.handedOn(held);
       const first = this.feeds.get(held.queue)?.waiters.find((w) => !w.done);
-      if (first) first.resolve(this.hold(held.queue, held.applicationId, next, fetchStartedAt, place));
+      // The message was there when the place came back: a backlog that waited for places.
+      if (first) first.resolve(this.hold(held.queue, held.applicationId, next, fetchStartedAt, place, true));
       else {
         // The pull left meanwhile: the message goes back, and its place.
         this.fetcher.releasePlaces(held.queue, [held.place!]);

@@ -88,6 +88,7 @@ export async function deliveryResponse(
     messageId: delivery.messageId,
     headers: { traceparent },
     ...(answer === undefined ? {} : { lease: answer }),
+    ...(delivery.backlog ? { backlog: true } : {}),
   };
 }
 
