@@ -29,6 +29,8 @@
 //             (one of the run's own, for the same reason) over the measured run, divided by its
 //             stages; the ratios keyed / plain and keyed / fleet per pair (issue 31's target:
 //             under 1.10). `otherCores` is what the rest of the box used meanwhile (2 = both cores).
+//             `postgresByOwner` splits the run database's backends by application_name (each
+//             service names its pools): which service's statements the PostgreSQL CPU went to.
 //
 // Each run is on a fresh cluster (cluster.mjs, the engine bench's: five services as processes,
 // production settings), after a warm-up of BENCH_FAIRNESS_WARMUP pipelines of the same kind through
