@@ -2,12 +2,13 @@ import './instrument.js';
 import { databaseOptions, describeRedis, loadConfig } from '@po/config';
 import { API_KEY_CACHE, WORKER_SESSION_CACHE, createApiKeyCache, createDb, createWorkerSessionCache, poolSample, sqlOf } from '@po/db';
 import { listen, listenMetrics, onShutdown } from '@po/http';
-import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis, stageNextLimitChannel, stageNextWakeChannel } from '@po/queues';
+import { StageNextFetcher, createRedis, createStageResultsProducer, pingRedis } from '@po/queues';
 import { createLogger, observeDatabasePool, observeDeliveriesInflight, shutdownTracing, visibilityRequeues } from '@po/telemetry';
 import { buildApp } from './app.js';
 import { parseConfig } from './config.js';
 import { watchBroker } from './deliveries/broker-watch.js';
 import { Deliveries } from './deliveries/deliveries.js';
+import { followQueueNews } from './deliveries/queue-news.js';
 import { observeWorkerGauges } from './sessions/metrics.js';
 
 const config = loadConfig(parseConfig);
@@ -27,11 +28,7 @@ const fetcher = new StageNextFetcher(fetchRedis, config.queuePrefix, {
 });
 const deliveries = new Deliveries(fetcher, config, logger);
 deliveries.startSweeping();
-const limitChannel = stageNextLimitChannel(config.queuePrefix);
-await wakeRedis.subscribe(stageNextWakeChannel(config.queuePrefix), limitChannel);
-wakeRedis.on('message', (channel: string, queue: string) => (channel === limitChannel ? deliveries.limitChanged(queue) : deliveries.wake(queue)));
-// A reconnected subscription may have missed wake-ups: waiting queues fetch now, not at their next poll.
-wakeRedis.on('ready', () => deliveries.wakeAll());
+await followQueueNews(wakeRedis, config.queuePrefix, deliveries);
 
 // A Redis that stops answering keeps its connections up: pulls are refused once a PING goes unanswered.
 const broker = watchBroker(fetchRedis, { silentAfterMs: config.redis.commandTimeoutMs });

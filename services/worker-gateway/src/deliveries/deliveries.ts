@@ -415,13 +415,12 @@ export class Deliveries {
       throw err;
     }
     if (next) {
-      const place = this.handedOn(held);
       const first = this.feeds.get(held.queue)?.waiters.find((w) => !w.done);
       // The message was there when the place came back: a backlog that waited for places.
-      if (first) first.resolve(this.hold(held.queue, held.applicationId, next, fetchStartedAt, place, true));
+      if (first) first.resolve(this.hold(held.queue, held.applicationId, next, fetchStartedAt, this.handedOn(held), true));
       else {
         // The pull left meanwhile: the message goes back, and its place.
-        this.fetcher.releasePlaces(held.queue, [held.place!]);
+        this.givePlaceBack(held, false);
         await this.fetcher.requeue(next).catch((err: unknown) => this.logger.warn({ err, queue: held.queue }, 'requeue of a message no pull took failed; its lock lapses'));
       }
       return true;
@@ -481,7 +480,7 @@ export class Deliveries {
     try {
       next = await this.fetcher.completeAndFetch(held.message);
     } catch (err) {
-      if (held.place) this.fetcher.releasePlaces(queue, [held.place]);
+      this.givePlaceBack(held, false);
       throw err;
     } finally {
       this.reserved -= 1;

@@ -12,7 +12,6 @@ import {
   createRedis,
   createStageNextPublisher,
   setStageNextConcurrency,
-  stageNextLimitChannel,
   stageNextPlaceKeys,
   type RedisConnection,
   type StageNextPublisher,
@@ -21,6 +20,7 @@ import { createLogger } from '@po/telemetry';
 import { TEST_REDIS_URL, stageNextMessage } from '@po/testing';
 import { startWorkerGateway, type WorkerGatewayHarness } from '../testing/harness.js';
 import { Deliveries, type Delivery } from './deliveries.js';
+import { followQueueNews } from './queue-news.js';
 
 let gw: WorkerGatewayHarness;
 let redis: RedisConnection;
@@ -35,7 +35,7 @@ beforeAll(async () => {
   redis = createRedis(TEST_REDIS_URL, 'producer');
   if (redis.status !== 'ready') await once(redis, 'ready');
   publisher = createStageNextPublisher(redis, gw.prefix);
-  // A second gateway process on the same queues, subscribed to limit changes as main.ts is.
+  // A second gateway process on the same queues, subscribed to the queues' news as main.ts is.
   otherRedis = createRedis(TEST_REDIS_URL, 'worker');
   otherWake = createRedis(TEST_REDIS_URL, 'worker');
   otherFetcher = new StageNextFetcher(otherRedis, gw.prefix, { visibilityTimeoutMs: 60_000, stalledIntervalMs: 30_000 });
@@ -45,8 +45,7 @@ beforeAll(async () => {
     { maxInflight: 100, maxInflightPerApp: 100, maxWaitingPerApp: 100, maxInflightBytes: 64 * 1024 * 1024, visibilityTimeoutMs: 60_000, pollIntervalMs: 50, pollMaxMs: 2000 },
     logger,
   );
-  await otherWake.subscribe(stageNextLimitChannel(gw.prefix));
-  otherWake.on('message', (_c: string, queue: string) => other.limitChanged(queue));
+  await followQueueNews(otherWake, gw.prefix, other);
 });
 
 afterAll(async () => {

@@ -11,8 +11,6 @@ import {
   createRedis,
   createStageNextPublisher,
   createStageResultsProducer,
-  stageNextLimitChannel,
-  stageNextWakeChannel,
   type StageResultsProducer,
 } from '@po/queues';
 import type { RedisConfig } from '@po/config';
@@ -22,6 +20,7 @@ import { buildApp } from '../app.js';
 import { parseConfig, type WorkerGatewayConfig } from '../config.js';
 import { watchBroker } from '../deliveries/broker-watch.js';
 import { Deliveries } from '../deliveries/deliveries.js';
+import { followQueueNews } from '../deliveries/queue-news.js';
 
 export interface Reply {
   status: number;
@@ -69,10 +68,7 @@ export async function startWorkerGateway(
   });
   const deliveries = new Deliveries(fetcher, config, logger);
   deliveries.startSweeping(200);
-  const limitChannel = stageNextLimitChannel(prefix);
-  await wakeRedis.subscribe(stageNextWakeChannel(prefix), limitChannel);
-  wakeRedis.on('message', (channel: string, queue: string) => (channel === limitChannel ? deliveries.limitChanged(queue) : deliveries.wake(queue)));
-  wakeRedis.on('ready', () => deliveries.wakeAll());
+  await followQueueNews(wakeRedis, prefix, deliveries);
   const results = overrides.results ?? createStageResultsProducer(producerRedis, prefix);
   const db: Db = database.db;
   const keys = createApiKeyCache(sqlOf(db), API_KEY_CACHE);
