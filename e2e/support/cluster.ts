@@ -49,21 +49,28 @@ export async function startCluster(options: ClusterOptions = {}) {
     'result-consumer': 1,
     ...options.replicas,
   };
-  const services: ManagedProcess[] = [];
-  for (const [name, count] of Object.entries(counts) as [ServiceName, number][]) {
-    for (let i = 0; i < count; i += 1) {
-      services.push(serviceProcess(name, env, await freePort(), count > 1 ? `${name}-${i + 1}` : name, await freePort()));
+  let services: ManagedProcess[] = [];
+  for (let attempt = 1; ; attempt += 1) {
+    services = [];
+    for (const [name, count] of Object.entries(counts) as [ServiceName, number][]) {
+      for (let i = 0; i < count; i += 1) {
+        services.push(serviceProcess(name, env, await freePort(), count > 1 ? `${name}-${i + 1}` : name, await freePort()));
+      }
     }
-  }
-  services.forEach((s) => s.start());
-  try {
-    await Promise.all(services.map((s) => s.waitReady()));
-  } catch (err) {
-    // A service that cannot start must not leave its siblings or the database behind.
-    await Promise.all(services.map((s) => s.kill()));
-    if (!options.redisUrl) await cleanupRedisPrefix(prefix);
-    if (!options.database) await database.drop();
-    throw err;
+    services.forEach((s) => s.start());
+    try {
+      await Promise.all(services.map((s) => s.waitReady()));
+      break;
+    } catch (err) {
+      // A service that cannot start must not leave its siblings or the database behind.
+      await Promise.all(services.map((s) => s.kill()));
+      // A port found free was taken before the service bound it (another test file's process, an
+      // outgoing connection): the same cluster on new ports.
+      if (attempt < 3 && String(err).includes('EADDRINUSE')) continue;
+      if (!options.redisUrl) await cleanupRedisPrefix(prefix);
+      if (!options.database) await database.drop();
+      throw err;
+    }
   }
   const find = (label: string) => {
     const s = services.find((p) => p.name === label);
